@@ -1,0 +1,88 @@
+"""respc: an ahead-of-time compiler for Hugging Face response templates.
+
+`generate_source` and `compile_template` need the `compiler` extra; the drop-in `parse_response` and
+`ResponseParser` compile on first use (cached by template hash). Nothing here imports
+`respc.compiler` until one of those is called, so importing a generated module stays light.
+"""
+
+from __future__ import annotations
+
+import linecache
+import threading
+import types
+from typing import Any, Callable
+
+from respc._version import __version__
+
+__all__ = [
+    "ResponseParser",
+    "TemplateError",
+    "__version__",
+    "compile_template",
+    "generate_source",
+    "parse_response",
+]
+
+_CACHE: dict[str, types.ModuleType] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("TemplateError", "TemplateTypeError"):
+        from respc.compiler import spec
+
+        return getattr(spec, name)
+    raise AttributeError(f"module 'respc' has no attribute {name!r}")
+
+
+def generate_source(template: Any, *, name: str | None = None) -> str:
+    """The source of the parser module for `template` (what `respc compile` writes)."""
+    from respc.compiler import generate_source as generate
+
+    return generate(template, name=name)
+
+
+def compile_template(template: Any) -> types.ModuleType:
+    """The parser module for `template`, compiled in memory once per template and cached."""
+    from respc.compiler import template_hash
+
+    key = template_hash(template)
+    module = _CACHE.get(key)
+    if module is not None:
+        return module
+    with _CACHE_LOCK:  # one compile per template even when many threads ask at once
+        module = _CACHE.get(key)
+        if module is None:
+            module = _load_source(generate_source(template, name=f"<respc {key[:12]}>"), key)
+            _CACHE[key] = module
+    return module
+
+
+def _load_source(source: str, key: str) -> types.ModuleType:
+    filename = f"<respc-generated-{key[:12]}>"
+    # Registered so tracebacks through generated code show its lines.
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    module = types.ModuleType(f"respc_generated_{key[:12]}")
+    module.__file__ = filename
+    exec(compile(source, filename, "exec"), module.__dict__)
+    return module
+
+
+def _compiled(template: Any) -> types.ModuleType:
+    if isinstance(template, types.ModuleType):
+        return template
+    return compile_template(template)
+
+
+def parse_response(
+    text: str, response_template: Any, *, prefix: str | None = None, tools: list[dict | Callable] | None = None
+) -> dict:
+    """Drop-in for `transformers.utils.chat_parsing.parse_response`."""
+    return _compiled(response_template).parse_response(text, prefix=prefix, tools=tools)
+
+
+def ResponseParser(  # noqa: N802 - a factory standing in for transformers' class of the same name
+    response_template: Any, prefix: str | None = None, *, tools: list[dict | Callable] | None = None
+) -> Any:
+    """Drop-in for `transformers.utils.chat_parsing.ResponseParser`."""
+    return _compiled(response_template).ResponseParser(prefix, tools=tools)

@@ -1,0 +1,45 @@
+"""Build-time half of respc: template -> Spec -> ParserPlan -> source -> formatted, verified source.
+
+Needs the `compiler` extra (jinja2, black). Generated modules never import this package.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from respc._version import __version__
+from respc.compiler.format import format_source, verify_source
+from respc.compiler.plan import ParserPlan, plan_parser
+from respc.compiler.render import render_module, template_hash
+from respc.compiler.spec import Spec, TemplateError, TemplateTypeError, load_template
+
+__all__ = [
+    "ParserPlan",
+    "Spec",
+    "TemplateError",
+    "TemplateTypeError",
+    "generate_source",
+    "load_template",
+    "plan_parser",
+    "template_hash",
+]
+
+
+def generate_source(template: Any, *, name: str | None = None, regenerate: str | None = None) -> str:
+    """The formatted, verified source of the parser module for `template`.
+
+    `name` is the source shown in the provenance header (a file name, never an absolute path);
+    `regenerate` is the command the header gives for rebuilding the module.
+    """
+    from respc.compiler.literal import LiteralError
+
+    source_name = name or "<template>"
+    spec = load_template(template)
+    plan = plan_parser(spec, source_name)
+    try:
+        raw = render_module(plan, version=__version__, regenerate=regenerate or f"respc compile {source_name}")
+    except LiteralError as error:
+        raise TemplateError(str(error)) from error
+    source = format_source(raw)
+    verify_source(source, template, source_name)
+    return source

@@ -1,0 +1,259 @@
+"""Pure analysis of a `Spec` into a `ParserPlan`: every decision the generated module writes out.
+
+Decided here, once and deterministically: constant and function names, how each delimiter is
+scanned (`str.find` for literals, partial regex search otherwise), the watch set of each parser
+state in the oracle's tie-break order, the characters that let a chunk skip scanning, how much
+consumed text the patterns need as context, and which templates must be refused because
+transformers would hang on them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import regex
+
+from respc.compiler.spec import Anchor, Field, Spec, TemplateError
+from respc.runtime.content import DIRTY_PARSERS
+
+try:  # Python's own regex parser, used only to measure the shortest match of a pattern
+    from re import _parser as sre_parse  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_parse  # type: ignore[no-redef]
+
+__all__ = ["Delimiter", "FieldPlan", "ParserPlan", "State", "plan_parser"]
+
+PARSER_FUNCTIONS = {
+    "text": "parse_text",
+    "int": "parse_int",
+    "float": "parse_float",
+    "bool": "parse_bool",
+    "json": "parse_json",
+    "xml-inline": "parse_xml_inline",
+    "kv-lines": "parse_kv_lines",
+}
+OUTSIDE = "outside"  # the scan of the implicit field / null sink; reserved so no field takes the name
+# Patterns that look behind the scan position (or change how far back a boundary looks) need the
+# whole consumed text as context; anything else sees at most one character before it.
+_LOOKS_BACK = re.compile(r"\(\?<[=!]|\(\?[a-zA-Z0-9^-]*[wr][a-zA-Z0-9^-]*[:)]")
+_EMPTY_PROBES = ("", "a", " ", "\n", "<", "0", "x y\nz")
+
+
+@dataclass(frozen=True)
+class Delimiter:
+    """One watched delimiter and how the generated code scans for it."""
+
+    field: Any
+    kind: str  # "open" or "close"
+    anchor: Anchor
+    const: str  # module constant holding the literal(s) or the compiled regex
+    literals: tuple[str, ...]  # longest first
+    may_be_empty: bool
+
+    @property
+    def method(self) -> str:
+        if self.anchor.literals is None:
+            return "pattern"
+        return "literal" if len(self.literals) == 1 else "literals"
+
+    @property
+    def text(self) -> str:
+        """The delimiter as a template author wrote it, for comments and `explain`."""
+        shown = self.literals if self.anchor.literals is not None else (self.anchor.pattern,)
+        return " | ".join(repr(item) for item in shown)
+
+
+@dataclass(frozen=True)
+class State:
+    """A parser state: inside one explicit field, or outside (the implicit field or the null sink)."""
+
+    key: Any  # the field name, or the implicit field's name (None: null sink) for the outside state
+    function: str
+    explicit: bool
+    watches: tuple[Delimiter, ...]  # in the oracle's tie-break order: opens by field name, then the close
+    quick: str | None  # regex character class of the watched delimiters' first characters
+
+    @property
+    def comment(self) -> str:
+        if self.explicit:
+            where = f"Field {self.key!r}"
+        elif self.key is None:
+            where = "Outside explicit regions (no implicit field: text is discarded)"
+        else:
+            where = f"Outside explicit regions, in the implicit field {self.key!r}"
+        if not self.watches:
+            return f"{where}: watches nothing, so the region runs to the end of the stream."
+        watched = ", ".join(f"{d.kind} of {d.field!r} {d.text}" for d in self.watches)
+        return f"{where}: watches {watched}."
+
+
+@dataclass(frozen=True)
+class FieldPlan:
+    name: Any
+    ident: str
+    content: str
+    parser: str  # runtime content parser function
+    args_const: str
+    args: Any
+    transform_const: str | None
+    transform: Any
+    transform_each: bool
+    dirty: bool
+    repeats: bool
+    join: str | None
+    optional: bool
+
+
+@dataclass(frozen=True)
+class ParserPlan:
+    template: Any
+    source_name: str
+    fields: tuple[FieldPlan, ...]
+    delimiters: tuple[Delimiter, ...]
+    states: tuple[State, ...]
+    implicit: Any
+    defaults: dict
+    required: tuple[Any, ...]
+    start_anchor: Anchor
+    keep: int | None
+
+    @property
+    def parser_functions(self) -> tuple[str, ...]:
+        return tuple(sorted({f.parser for f in self.fields}))
+
+    @property
+    def scan_helpers(self) -> tuple[str, ...]:
+        return tuple(sorted({f"scan_{d.method}" for s in self.states for d in s.watches}))
+
+    @property
+    def transform_helpers(self) -> tuple[str, ...]:
+        helpers = {
+            "transform_each" if f.transform_each else "transform_value" for f in self.fields if f.transform_const
+        }
+        return tuple(sorted(helpers))
+
+    @property
+    def description(self) -> str:
+        """One paragraph on the format, for the module docstring."""
+        lines = []
+        for field in self.fields:
+            opening = next((d for d in self.delimiters if d.field == field.name and d.kind == "open"), None)
+            closing = next((d for d in self.delimiters if d.field == field.name and d.kind == "close"), None)
+            start = opening.text if opening else "wherever no other region is open"
+            end = closing.text if closing else "the end of the stream"
+            lines.append(f"{field.name!r} ({field.content}) from {start} to {end}")
+        anchor = " | ".join(repr(x) for x in (self.start_anchor.literals or (self.start_anchor.pattern,)))
+        return f"Response parser compiled from {self.source_name}.\n\nRegions: " + "; ".join(lines) + (
+            f".\nThe prefix is read from after its last start anchor {anchor}."
+        )
+
+
+def _identifiers(names: list[Any]) -> list[str]:
+    taken = {OUTSIDE}
+    out = []
+    for name in names:
+        base = re.sub(r"[^0-9A-Za-z]+", "_", str(name)).strip("_").lower() or "field"
+        if base[0].isdigit():
+            base = "f_" + base
+        ident, n = base, 2
+        while ident in taken:
+            ident, n = f"{base}_{n}", n + 1
+        taken.add(ident)
+        out.append(ident)
+    return out
+
+
+def _may_match_empty(pattern: str) -> bool:
+    try:
+        return sre_parse.parse(pattern, re.DOTALL).getwidth()[0] == 0
+    except Exception:  # syntax only the `regex` module knows: probe instead
+        compiled = regex.compile(pattern, regex.DOTALL)
+        for probe in _EMPTY_PROBES:
+            for start in range(len(probe) + 1):
+                match = compiled.search(probe, start)
+                if match is not None and match.start() == match.end():
+                    return True
+        return False
+
+
+def _delimiter(field: Field, ident: str, kind: str, anchor: Anchor) -> Delimiter:
+    const = f"{ident.upper()}_{kind.upper()}"
+    if anchor.literals is None:
+        return Delimiter(field.name, kind, anchor, const + "_RE", (), _may_match_empty(anchor.pattern))
+    return Delimiter(field.name, kind, anchor, const, tuple(sorted(anchor.literals, key=len, reverse=True)), False)
+
+
+def _quick(watches: tuple[Delimiter, ...]) -> str | None:
+    if any(d.anchor.literals is None for d in watches):
+        return None
+    if not watches:
+        return "(?!)"
+    return "[" + "".join(regex.escape(c) for c in sorted({lit[0] for d in watches for lit in d.literals})) + "]"
+
+
+def _sort_key(name: Any) -> tuple:
+    return (0, name) if isinstance(name, str) else (1, type(name).__name__, repr(name))
+
+
+def plan_parser(spec: Spec, source_name: str = "<template>") -> ParserPlan:
+    """Decide everything the generated module writes out; raises `TemplateError` for hanging templates."""
+    idents = _identifiers([field.name for field in spec.fields])
+    field_plans, delimiters = [], []
+    opens: dict[Any, Delimiter] = {}
+    closes: dict[Any, Delimiter] = {}
+    for field, ident in zip(spec.fields, idents):
+        if field.open is not None:
+            opens[field.name] = _delimiter(field, ident, "open", field.open)
+            delimiters.append(opens[field.name])
+        if field.close is not None:
+            closes[field.name] = _delimiter(field, ident, "close", field.close)
+            delimiters.append(closes[field.name])
+        if field.open is not None and field.close is not None:
+            if opens[field.name].may_be_empty and closes[field.name].may_be_empty:
+                raise TemplateError(
+                    f"Field '{field.name}': {field.open.key} and {field.close.key} can both match the empty "
+                    "string; transformers' parser then opens and closes the field forever at one position "
+                    "and never returns (quirk Q5). Make the open or the close consume at least one character."
+                )
+        field_plans.append(
+            FieldPlan(
+                name=field.name,
+                ident=ident,
+                content=field.content,
+                parser=PARSER_FUNCTIONS[field.content],
+                args_const=f"{ident.upper()}_ARGS",
+                args=field.content_args,
+                transform_const=f"{ident.upper()}_TRANSFORM" if field.transform is not None else None,
+                transform=field.transform,
+                transform_each=field.transform_each,
+                dirty=field.content in DIRTY_PARSERS,
+                repeats=field.repeats,
+                join=field.join,
+                optional=field.optional,
+            )
+        )
+    implicit = spec.implicit.name if spec.implicit is not None else None
+    outside_watches = tuple(opens[name] for name in sorted(opens, key=_sort_key))
+    if implicit is not None and implicit in closes:
+        outside_watches += (closes[implicit],)
+    states = [State(implicit, "_scan_" + OUTSIDE, False, outside_watches, _quick(outside_watches))]
+    for field, ident in zip(spec.fields, idents):
+        if field.open is not None:
+            watches = (closes[field.name],) if field.name in closes else ()
+            states.append(State(field.name, "_scan_" + ident, True, watches, _quick(watches)))
+    patterns = [d.anchor.pattern for d in delimiters if d.anchor.literals is None]
+    keep = None if any(_LOOKS_BACK.search(p) for p in patterns) else (1 if patterns else 0)
+    return ParserPlan(
+        template=spec.template,
+        source_name=source_name,
+        fields=tuple(field_plans),
+        delimiters=tuple(delimiters),
+        states=tuple(states),
+        implicit=implicit,
+        defaults=spec.defaults,
+        required=tuple(field.name for field in spec.fields if not field.optional),
+        start_anchor=spec.start_anchor,
+        keep=keep,
+    )

@@ -1,0 +1,149 @@
+"""Content parsers: turn the raw body of a closed region into its value.
+
+Each parser mirrors `transformers.utils.chat_parsing.content_parsers` of transformers 5.23.0 exactly,
+including which inputs raise and with which exception type; generated modules call them by name.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+import regex
+
+__all__ = [
+    "CONTENT_PARSERS",
+    "DIRTY_PARSERS",
+    "parse_bool",
+    "parse_content",
+    "parse_float",
+    "parse_int",
+    "parse_json",
+    "parse_kv_lines",
+    "parse_text",
+    "parse_xml_inline",
+]
+
+# Placeholders for strings pulled out by `string_delims` before the JSON dialect rewrites run.
+# They are control characters that real model output never contains; input holding them is refused.
+_SENTINEL_OPEN, _SENTINEL_CLOSE = "\x01", "\x02"
+_UNQUOTED_KEY = regex.compile(r"(?<=[{,])(\w+):")
+
+
+def parse_text(text: str, args: dict) -> str:
+    """The body itself, stripped of Unicode whitespace unless `strip` is false."""
+    return text.strip() if args.get("strip", True) else text
+
+
+def parse_int(text: str, args: dict) -> int:
+    """Python `int()` of the (optionally stripped) body: `+4_2` and Unicode digits are accepted."""
+    return int(parse_text(text, args))
+
+
+def parse_float(text: str, args: dict) -> float:
+    """Python `float()` of the (optionally stripped) body: `nan`, `inf` and `1e3` are accepted."""
+    return float(parse_text(text, args))
+
+
+def parse_bool(text: str, args: dict) -> bool:
+    """True iff the lower-cased body is `true` or `1`; never raises."""
+    return parse_text(text, args).lower() in ("true", "1")
+
+
+def parse_json(text: str, args: dict) -> Any:
+    """`json.loads` after the optional dialect rewrites (`string_delims`, then `unquoted_keys`)."""
+    string_delims = args.get("string_delims", [])
+    if string_delims and (_SENTINEL_OPEN in text or _SENTINEL_CLOSE in text):
+        raise ValueError("json: input contains reserved sentinel characters (\\x01/\\x02); cannot parse safely.")
+    working = text
+    extracted: list[str] = []
+
+    def stash(match: Any) -> str:
+        extracted.append(match.group(1))
+        return f"{_SENTINEL_OPEN}{len(extracted) - 1}{_SENTINEL_CLOSE}"
+
+    for open_delim, close_delim in string_delims:
+        working = regex.sub(
+            regex.escape(open_delim) + r"(.*?)" + regex.escape(close_delim), stash, working, flags=regex.DOTALL
+        )
+    if args.get("unquoted_keys", False):
+        working = _UNQUOTED_KEY.sub(r'"\1":', working)
+    for index, raw in enumerate(extracted):
+        working = working.replace(f"{_SENTINEL_OPEN}{index}{_SENTINEL_CLOSE}", json.dumps(raw))
+    try:
+        return json.loads(working)
+    except json.JSONDecodeError as error:
+        if args.get("allow_non_json"):
+            return parse_text(text, args)
+        if working == text:
+            raise ValueError(
+                f"json parser could not parse region as JSON.\nContent: {text!r}\nError: {error}"
+            ) from error
+        raise ValueError(
+            "json: could not parse after dialect transforms.\n"
+            f"Original: {text!r}\nTransformed: {working!r}\nError: {error}"
+        ) from error
+
+
+def _parse_value(raw: Any, value_parser: dict | None) -> Any:
+    if value_parser is None:
+        return raw
+    return parse_content(raw, value_parser.get("name", "text"), value_parser.get("args", {}))
+
+
+def parse_xml_inline(text: str, args: dict) -> dict:
+    """Collect every `tag_pattern` match into a dict of `key` -> (optionally parsed) `value`."""
+    tag_pattern = args.get("tag_pattern")
+    if tag_pattern is None:
+        raise ValueError("xml-inline: 'tag_pattern' content_arg is required")
+    value_parser = args.get("value_parser")
+    merge = args.get("merge_duplicates", False)
+    out: dict[str, Any] = {}
+    for match in regex.finditer(tag_pattern, text, flags=regex.DOTALL):
+        groups = match.groupdict()
+        key = groups.get("key")
+        if key is None:
+            raise ValueError(f"xml-inline: tag_pattern must have a named group 'key'. Pattern: {tag_pattern}")
+        value = _parse_value(groups.get("value", ""), value_parser)
+        if merge and key in out:
+            # A first value that is already a list is extended rather than wrapped (oracle quirk Q15).
+            if not isinstance(out[key], list):
+                out[key] = [out[key]]
+            out[key].append(value)
+        else:
+            out[key] = value
+    return out
+
+
+def parse_kv_lines(text: str, args: dict) -> dict:
+    """`key<kv_sep>value` lines (split on `line_sep`) into a dict; lines without the separator are skipped."""
+    line_sep = args.get("line_sep", "\n")
+    kv_sep = args.get("kv_sep", ":")
+    value_parser = args.get("value_parser")
+    out: dict[str, Any] = {}
+    for line in text.split(line_sep):
+        line = parse_text(line, args)
+        if not line or kv_sep not in line:
+            continue
+        key, value = line.split(kv_sep, 1)
+        out[parse_text(key, args)] = _parse_value(parse_text(value, args), value_parser)
+    return out
+
+
+CONTENT_PARSERS: dict[str, Callable[[str, dict], Any]] = {
+    "text": parse_text,
+    "int": parse_int,
+    "float": parse_float,
+    "bool": parse_bool,
+    "json": parse_json,
+    "xml-inline": parse_xml_inline,
+    "kv-lines": parse_kv_lines,
+}
+
+# Parsers whose value is only meaningful once the region closes: their chunks stream with `dirty: True`.
+DIRTY_PARSERS = frozenset({"json", "xml-inline", "kv-lines"})
+
+
+def parse_content(text: str, name: str, args: dict) -> Any:
+    """Run the content parser called `name` (an unknown name raises `KeyError`, as upstream)."""
+    return CONTENT_PARSERS[name](text, args)

@@ -1,0 +1,224 @@
+"""The processing pass that every generated parser runs, written once.
+
+A generated module subclasses `CompiledParser`, supplying one scan method per parser state and the
+field tables the plan decided; this class holds the mechanism that transformers 5.23.0's
+`ResponseParser._process` defines (commit the best delimiter, route text, open and close regions,
+hold back possible delimiters), so event lists match the oracle's exactly. Unlike the oracle it keeps
+only the unconsumed text (plus a little context for the patterns) and region bodies as lists of parts,
+so every feed costs O(chunk + held text).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, ClassVar
+
+from respc.runtime.tools import coerce_tool_calls, tool_params
+
+__all__ = ["CompiledParser", "PREFIX_REQUIRED"]
+
+logger = logging.getLogger("respc")
+
+PREFIX_REQUIRED = (
+    "`ResponseParser`/`parse_response` requires `prefix` (the chat prompt sent to the model before "
+    "generation), because chat templates often pre-write part of the assistant message (e.g. an "
+    "opening `<think>` tag) that the parser must see to parse the output correctly. If the generation "
+    'already contains the complete message, pass `prefix=""` to opt out explicitly.'
+)
+
+# (start, end, is_open, field name, match): the delimiter a scan commits.
+Commit = tuple[int, int, bool, Any, Any]
+Scan = Callable[[Any, str, int, bool], tuple[Commit | None, int]]
+
+
+def _is_empty(value: Any) -> bool:
+    return value is None or (isinstance(value, (list, dict, str)) and not value)
+
+
+class CompiledParser:
+    """Streaming parser for one compiled template; see the generated subclass for the format."""
+
+    # Filled in by the generated subclass.
+    IMPLICIT: ClassVar[Any] = None  # the implicit field's name, or None for the null sink
+    SCANS: ClassVar[dict]  # state (field name, or IMPLICIT when outside explicit regions) -> scan method
+    QUICK: ClassVar[dict]  # state -> compiled character class of every watched delimiter's first char
+    DIRTY: ClassVar[dict]  # field name -> the `dirty` flag of its chunks
+    VALUES: ClassVar[dict]  # field name -> function(body, captures) giving the region's value
+    JOINS: ClassVar[dict]  # field name -> join string, for repeated fields with `join`
+    REPEATS: ClassVar[frozenset]  # fields whose values are collected in a list
+    REQUIRED: ClassVar[tuple]  # fields with `optional` false, in template order
+    DEFAULT_KEYS: ClassVar[frozenset]
+    START_ANCHOR: ClassVar[Any]  # compiled start anchor
+    START_ANCHOR_KIND: ClassVar[str]  # "start_anchor" or "start_anchor_pattern"
+    KEEP: ClassVar[int | None]  # consumed characters kept as pattern context; None keeps everything
+
+    @staticmethod
+    def defaults() -> dict:
+        """A fresh copy of the template's `defaults`."""
+        return {}
+
+    def __init__(self, prefix: str | None = None, *, tools: list | None = None) -> None:
+        if prefix is None:
+            raise ValueError(PREFIX_REQUIRED)
+        self._tools = tool_params(tools)
+        self._buf = ""
+        self._pos = 0
+        self._output: dict[str, Any] = self.defaults()
+        self._finalized = False
+        self._reset()
+        self.initial_events: list[dict] = []
+        if prefix:
+            remainder = self._truncate_past_last_anchor(prefix)
+            if remainder:
+                self._buf = remainder
+                self._process(self.initial_events, False)
+                self._trim()
+
+    def _truncate_past_last_anchor(self, prefix: str) -> str:
+        last_end = None
+        for match in self.START_ANCHOR.finditer(prefix):
+            last_end = match.end()
+        if last_end is None:
+            logger.info(
+                "response_template defines %s but the anchor was not found in the prefix; "
+                "the parser will process the entire prefix instead.",
+                self.START_ANCHOR_KIND,
+            )
+            return prefix
+        return prefix[last_end:]
+
+    def _reset(self) -> None:
+        current = self.IMPLICIT
+        self._current = current
+        self._scan: Scan = self.SCANS[current]
+        self._quick = self.QUICK[current]
+        self._dirty = self.DIRTY.get(current, False)
+        self._captures: dict[str, str] = {}
+        self._parts: list[str] = []
+        self._opened = False
+
+    def _trim(self) -> None:
+        keep = self.KEEP
+        if keep is not None and self._pos > keep:
+            self._buf = self._buf[self._pos - keep :]
+            self._pos = keep
+
+    def feed(self, text: str) -> list[dict]:
+        """Consume the next piece of model output; returns the events it caused."""
+        if self._finalized:
+            raise RuntimeError("ResponseParser already finalized")
+        events: list[dict] = []
+        if text:
+            quick = self._quick
+            if quick is not None and self._pos == len(self._buf) and quick.search(text) is None:
+                # Nothing is held and no watched delimiter can start in this chunk: one chunk event.
+                self._buf += text
+                self._pos = len(self._buf)
+                self._route(events, text)
+                self._trim()
+                return events
+            self._buf += text
+        self._process(events, False)
+        self._trim()
+        return events
+
+    def finalize(self) -> tuple[dict, list[dict]]:
+        """End the stream: close what is open and return `(message, events)`."""
+        if self._finalized:
+            raise RuntimeError("ResponseParser already finalized")
+        events: list[dict] = []
+        self._process(events, True)
+        missing = [name for name in self.REQUIRED if name not in self._output]
+        if missing:
+            raise ValueError(f"Required response_template fields missing from parsed output: {missing}")
+        defaults = self.DEFAULT_KEYS
+        self._output = {k: v for k, v in self._output.items() if k in defaults or not _is_empty(v)}
+        self._finalized = True
+        return self._output, events
+
+    def _process(self, events: list[dict], eos: bool) -> None:
+        buf = self._buf
+        while True:
+            pos = self._pos
+            commit, hold = self._scan(buf, pos, eos)
+            if commit is not None:
+                start, end, is_open, name, match = commit
+                if start > pos:
+                    self._route(events, buf[pos:start])
+                # The oracle moves past the delimiter before closing, so a failing close leaves it consumed.
+                self._pos = end
+                if is_open:
+                    self._close(events)
+                    self._open(events, name, match, start == end)
+                else:
+                    had_opened = self._opened
+                    zero_width_open = self._zero_width_open_at == start
+                    self._close(events)
+                    if start == end:
+                        if not had_opened:
+                            break  # the oracle stops the pass here rather than re-fire (quirk Q4)
+                        if zero_width_open:
+                            raise RuntimeError(
+                                f"response template field {name!r}: its open and close both matched the empty "
+                                f"string at the same place, so transformers would loop forever here"
+                            )
+                continue
+            if eos:
+                if pos < len(buf):
+                    self._route(events, buf[pos:])
+                    self._pos = len(buf)
+                self._close(events)
+                break
+            if hold > pos:
+                self._route(events, buf[pos:hold])
+                self._pos = hold
+            break
+
+    def _route(self, events: list[dict], text: str) -> None:
+        current = self._current
+        if current is None:
+            return
+        if not self._opened:
+            events.append({"type": "region_open", "field": current})
+            self._opened = True
+        self._parts.append(text)
+        events.append({"type": "region_chunk", "field": current, "text": text, "dirty": self._dirty})
+
+    def _open(self, events: list[dict], name: Any, match: Any, zero_width: bool) -> None:
+        self._current = name
+        self._scan = self.SCANS[name]
+        self._quick = self.QUICK[name]
+        self._dirty = self.DIRTY[name]
+        self._captures = {} if match is None else {k: v for k, v in match.groupdict().items() if v is not None}
+        self._parts = []
+        self._opened = True
+        self._zero_width_open_at = self._pos if zero_width else -1
+        events.append({"type": "region_open", "field": name})
+
+    def _close(self, events: list[dict]) -> None:
+        current = self._current
+        if current is None or not self._opened:
+            self._reset()
+            return
+        value = self.VALUES[current]("".join(self._parts), self._captures)
+        if self._tools:
+            value = coerce_tool_calls(value, self._tools)
+        output = self._output
+        join = self.JOINS.get(current)
+        if join is not None:
+            if not isinstance(value, str):
+                raise ValueError(
+                    f"Field '{current}': 'join' requires each match to parse to a string, got {type(value).__name__}."
+                )
+            previous = output.get(current)
+            output[current] = value if previous is None else previous + join + value
+        elif current in self.REPEATS:
+            output.setdefault(current, []).append(value)
+        else:
+            output[current] = value
+        events.append({"type": "region_close", "field": current, "value": value})
+        self._reset()
+
+    def _coerce_tool_calls(self, value: Any) -> Any:
+        """Tool-argument coercion as upstream tests call it: returns `value`, cast in place."""
+        return coerce_tool_calls(value, self._tools)

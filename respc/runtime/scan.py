@@ -1,0 +1,74 @@
+"""Hold-back helpers shared by generated scan functions.
+
+Each helper answers, for one watched delimiter, what transformers' `regex` partial search would: the
+leftmost complete match if there is one, else the leftmost partial match touching the end of the buffer.
+The result is `(start, end, final, match)`: `final` is false while more input could still change the
+match (a partial match, or a match ending at the buffer edge that may grow), and such a match holds
+back every byte from its start.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["partial_start", "scan_literal", "scan_literals", "scan_pattern"]
+
+Found = tuple[int, int, bool, Any]
+
+
+def partial_start(buf: str, pos: int, literal: str) -> int:
+    """The leftmost index from which the rest of `buf` is a proper prefix of `literal`, or -1.
+
+    Only the last `len(literal) - 1` characters can hold such a prefix, so only they are looked at.
+    """
+    end = len(buf)
+    first = literal[0]
+    at = buf.find(first, max(pos, end - len(literal) + 1))
+    while at >= 0:
+        if literal.startswith(buf[at:]):
+            return at
+        at = buf.find(first, at + 1)
+    return -1
+
+
+def scan_literal(buf: str, pos: int, literal: str, eos: bool) -> Found | None:
+    """One literal delimiter: `str.find`, else a partial literal at the end of the buffer."""
+    start = buf.find(literal, pos)
+    if start >= 0:
+        return start, start + len(literal), True, None
+    if eos:
+        return None
+    start = partial_start(buf, pos, literal)
+    return None if start < 0 else (start, len(buf), False, None)
+
+
+def scan_literals(buf: str, pos: int, literals: tuple[str, ...], can_extend: bool, eos: bool) -> Found | None:
+    """A literal list (longest first): the leftmost occurrence, the longest literal on a tie."""
+    start = end = -1
+    for literal in literals:
+        found = buf.find(literal, pos)
+        if found >= 0 and (start < 0 or found < start):
+            start, end = found, found + len(literal)
+    if start >= 0:
+        # A literal that another literal of the list extends may still grow at the buffer edge.
+        return start, end, eos or end < len(buf) or not can_extend, None
+    if eos:
+        return None
+    for literal in literals:
+        found = partial_start(buf, pos, literal)
+        if found >= 0 and (start < 0 or found < start):
+            start = found
+    return None if start < 0 else (start, len(buf), False, None)
+
+
+def scan_pattern(buf: str, pos: int, pattern: Any, eos: bool) -> Found | None:
+    """A regex delimiter: the `regex` module's partial search, as the oracle runs it."""
+    if eos:
+        match = pattern.search(buf, pos)
+        return None if match is None else (match.start(), match.end(), True, match)
+    match = pattern.search(buf, pos, partial=True)
+    if match is None:
+        return None
+    end = match.end()
+    # A regex ending at the edge may always grow, even one that could not really match more (quirk Q19).
+    return match.start(), end, not match.partial and end < len(buf), match

@@ -1,0 +1,80 @@
+"""Transforms: reshape a parsed value with a template of whole-string `{placeholder}` paths.
+
+Semantics follow transformers 5.23.0: only a string that is entirely one placeholder is substituted,
+dict keys never are, an undefined root raises `KeyError` and a bad dotted path raises `ValueError`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import regex
+
+__all__ = ["PLACEHOLDER", "apply_transform", "find_mixed_placeholder", "transform_each", "transform_value"]
+
+PLACEHOLDER = regex.compile(r"\{(\w+(?:\.\w+)*)\}")
+
+
+def find_mixed_placeholder(transform: Any) -> str | None:
+    """The first string (dict values and list items, depth first) that mixes a placeholder with text."""
+    if isinstance(transform, dict):
+        children = transform.values()
+    elif isinstance(transform, list):
+        children = transform
+    elif isinstance(transform, str):
+        mixed = PLACEHOLDER.search(transform) and not PLACEHOLDER.fullmatch(transform)
+        return transform if mixed else None
+    else:
+        return None
+    for child in children:
+        found = find_mixed_placeholder(child)
+        if found is not None:
+            return found
+    return None
+
+
+def _resolve(path: str, scope: dict) -> Any:
+    root, *keys = path.split(".")
+    if root not in scope:
+        raise KeyError(f"transform placeholder '{{{path}}}' is not defined. Available: {sorted(scope)}")
+    value = scope[root]
+    for key in keys:
+        if not isinstance(value, dict):
+            raise ValueError(f"transform placeholder '{{{path}}}' cannot index into {type(value).__name__} at '{key}'")
+        if key not in value:
+            raise ValueError(f"transform placeholder '{{{path}}}' is missing key '{key}'. Available: {sorted(value)}")
+        value = value[key]
+    return value
+
+
+def apply_transform(transform: Any, scope: dict) -> Any:
+    """Rebuild `transform` with each whole-string placeholder replaced by its value in `scope` (not copied)."""
+    if isinstance(transform, dict):
+        return {key: apply_transform(value, scope) for key, value in transform.items()}
+    if isinstance(transform, list):
+        return [apply_transform(value, scope) for value in transform]
+    if not isinstance(transform, str):
+        return transform
+    whole = PLACEHOLDER.fullmatch(transform)
+    return _resolve(whole.group(1), scope) if whole else transform
+
+
+def transform_value(transform: Any, value: Any, captures: dict) -> Any:
+    """Apply a field's transform to its parsed value; `content` shadows a capture of the same name."""
+    return apply_transform(transform, {**captures, "content": value})
+
+
+def transform_each(field: str, transform: Any, value: Any, captures: dict) -> list:
+    """Apply a field's transform to every dict of a parsed list, each item's keys over the captures."""
+    if not isinstance(value, list):
+        raise ValueError(
+            f"Field '{field}': transform_each requires the parsed content to be a list, got {type(value).__name__}."
+        )
+    out = []
+    for item in value:
+        if not isinstance(item, dict):
+            raise ValueError(
+                f"Field '{field}': transform_each requires each list element to be a dict, got {type(item).__name__}."
+            )
+        out.append(apply_transform(transform, {**captures, **item}))
+    return out

@@ -10,7 +10,8 @@ from __future__ import annotations
 import linecache
 import threading
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from respc._version import __version__
 
@@ -75,7 +76,11 @@ def _compiled(template: Any) -> types.ModuleType:
 
 
 def parse_response(
-    text: str, response_template: Any, *, prefix: str | None = None, tools: list[dict | Callable] | None = None
+    text: str,
+    response_template: Any,
+    *,
+    prefix: str | None = None,
+    tools: list[dict | Callable] | None = None,
 ) -> dict:
     """Drop-in for `transformers.utils.chat_parsing.parse_response`."""
     return _compiled(response_template).parse_response(text, prefix=prefix, tools=tools)

@@ -37,7 +37,9 @@ def generate_source(template: Any, *, name: str | None = None, regenerate: str |
     spec = load_template(template)
     plan = plan_parser(spec, source_name)
     try:
-        raw = render_module(plan, version=__version__, regenerate=regenerate or f"respc compile {source_name}")
+        raw = render_module(
+            plan, version=__version__, regenerate=regenerate or f"respc compile {source_name}"
+        )
     except LiteralError as error:
         raise TemplateError(str(error)) from error
     source = format_source(raw)

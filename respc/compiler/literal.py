@@ -34,7 +34,8 @@ def py_literal(value: Any, where: str = "template") -> str:
         return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
     if kind is dict:
         pairs = (
-            f"{py_literal(key, f'{where} key')}: {py_literal(item, f'{where}[{key!r}]')}" for key, item in value.items()
+            f"{py_literal(key, f'{where} key')}: {py_literal(item, f'{where}[{key!r}]')}"
+            for key, item in value.items()
         )
         return "{" + ", ".join(pairs) + "}"
     raise LiteralError(f"{where}: a {kind.__name__} value cannot be inlined (only JSON-like data can)")

@@ -130,7 +130,9 @@ class ParserPlan:
     @property
     def transform_helpers(self) -> tuple[str, ...]:
         helpers = {
-            "transform_each" if f.transform_each else "transform_value" for f in self.fields if f.transform_const
+            "transform_each" if f.transform_each else "transform_value"
+            for f in self.fields
+            if f.transform_const
         }
         return tuple(sorted(helpers))
 
@@ -145,8 +147,10 @@ class ParserPlan:
             end = closing.text if closing else "the end of the stream"
             lines.append(f"{field.name!r} ({field.content}) from {start} to {end}")
         anchor = " | ".join(repr(x) for x in (self.start_anchor.literals or (self.start_anchor.pattern,)))
-        return f"Response parser compiled from {self.source_name}.\n\nRegions: " + "; ".join(lines) + (
-            f".\nThe prefix is read from after its last start anchor {anchor}."
+        return (
+            f"Response parser compiled from {self.source_name}.\n\nRegions: "
+            + "; ".join(lines)
+            + (f".\nThe prefix is read from after its last start anchor {anchor}.")
         )
 
 
@@ -182,7 +186,9 @@ def _delimiter(field: Field, ident: str, kind: str, anchor: Anchor) -> Delimiter
     const = f"{ident.upper()}_{kind.upper()}"
     if anchor.literals is None:
         return Delimiter(field.name, kind, anchor, const + "_RE", (), _may_match_empty(anchor.pattern))
-    return Delimiter(field.name, kind, anchor, const, tuple(sorted(anchor.literals, key=len, reverse=True)), False)
+    return Delimiter(
+        field.name, kind, anchor, const, tuple(sorted(anchor.literals, key=len, reverse=True)), False
+    )
 
 
 def _quick(watches: tuple[Delimiter, ...]) -> str | None:
@@ -190,7 +196,9 @@ def _quick(watches: tuple[Delimiter, ...]) -> str | None:
         return None
     if not watches:
         return "(?!)"
-    return "[" + "".join(regex.escape(c) for c in sorted({lit[0] for d in watches for lit in d.literals})) + "]"
+    return (
+        "[" + "".join(regex.escape(c) for c in sorted({lit[0] for d in watches for lit in d.literals})) + "]"
+    )
 
 
 def _sort_key(name: Any) -> tuple:

@@ -144,9 +144,13 @@ def _field(name: Any, raw: Any) -> Field:
     try:
         known = content in CONTENT_PARSERS
     except TypeError as error:
-        raise TemplateTypeError(f"{scope}: 'content' must be a parser name, got {type(content).__name__}") from error
+        raise TemplateTypeError(
+            f"{scope}: 'content' must be a parser name, got {type(content).__name__}"
+        ) from error
     if not known:
-        raise TemplateError(f"{scope}: unknown content parser '{content}'. Available: {sorted(CONTENT_PARSERS)}")
+        raise TemplateError(
+            f"{scope}: unknown content parser '{content}'. Available: {sorted(CONTENT_PARSERS)}"
+        )
     open_anchor = _anchor(scope, raw, "open", "open_pattern")
     close_anchor = _anchor(scope, raw, "close", "close_pattern")
     join = raw.get("join")
@@ -169,7 +173,9 @@ def _field(name: Any, raw: Any) -> Field:
                 "string interpolation is not supported."
             )
     else:
-        groups = sorted({*(open_anchor.groups if open_anchor else ()), *(close_anchor.groups if close_anchor else ())})
+        groups = sorted(
+            {*(open_anchor.groups if open_anchor else ()), *(close_anchor.groups if close_anchor else ())}
+        )
         if groups:
             raise TemplateError(
                 f"{scope}: open_pattern/close_pattern declares named group(s) {groups}, but the field has no "

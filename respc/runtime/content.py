@@ -7,7 +7,8 @@ including which inputs raise and with which exception type; generated modules ca
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import regex
 
@@ -54,7 +55,9 @@ def parse_json(text: str, args: dict) -> Any:
     """`json.loads` after the optional dialect rewrites (`string_delims`, then `unquoted_keys`)."""
     string_delims = args.get("string_delims", [])
     if string_delims and (_SENTINEL_OPEN in text or _SENTINEL_CLOSE in text):
-        raise ValueError("json: input contains reserved sentinel characters (\\x01/\\x02); cannot parse safely.")
+        raise ValueError(
+            "json: input contains reserved sentinel characters (\\x01/\\x02); cannot parse safely."
+        )
     working = text
     extracted: list[str] = []
 
@@ -64,7 +67,10 @@ def parse_json(text: str, args: dict) -> Any:
 
     for open_delim, close_delim in string_delims:
         working = regex.sub(
-            regex.escape(open_delim) + r"(.*?)" + regex.escape(close_delim), stash, working, flags=regex.DOTALL
+            regex.escape(open_delim) + r"(.*?)" + regex.escape(close_delim),
+            stash,
+            working,
+            flags=regex.DOTALL,
         )
     if args.get("unquoted_keys", False):
         working = _UNQUOTED_KEY.sub(r'"\1":', working)

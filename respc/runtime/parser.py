@@ -11,11 +11,12 @@ so every feed costs O(chunk + held text).
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 from respc.runtime.tools import coerce_tool_calls, tool_params
 
-__all__ = ["CompiledParser", "PREFIX_REQUIRED"]
+__all__ = ["PREFIX_REQUIRED", "CompiledParser"]
 
 logger = logging.getLogger("respc")
 
@@ -96,6 +97,7 @@ class CompiledParser:
         self._captures: dict[str, str] = {}
         self._parts: list[str] = []
         self._opened = False
+        self._zero_width_open_at = -1
 
     def _trim(self) -> None:
         keep = self.KEEP
@@ -189,7 +191,9 @@ class CompiledParser:
         self._scan = self.SCANS[name]
         self._quick = self.QUICK[name]
         self._dirty = self.DIRTY[name]
-        self._captures = {} if match is None else {k: v for k, v in match.groupdict().items() if v is not None}
+        self._captures = (
+            {} if match is None else {k: v for k, v in match.groupdict().items() if v is not None}
+        )
         self._parts = []
         self._opened = True
         self._zero_width_open_at = self._pos if zero_width else -1

@@ -8,8 +8,9 @@ whose schema comes from `respc.runtime.schema.get_json_schema` instead of transf
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from inspect import isfunction, ismethod
-from typing import Any, Callable, Iterable
+from typing import Any
 
 __all__ = ["coerce", "coerce_tool_calls", "schema_types", "tool_params"]
 

@@ -40,9 +40,13 @@ def _resolve(path: str, scope: dict) -> Any:
     value = scope[root]
     for key in keys:
         if not isinstance(value, dict):
-            raise ValueError(f"transform placeholder '{{{path}}}' cannot index into {type(value).__name__} at '{key}'")
+            raise ValueError(
+                f"transform placeholder '{{{path}}}' cannot index into {type(value).__name__} at '{key}'"
+            )
         if key not in value:
-            raise ValueError(f"transform placeholder '{{{path}}}' is missing key '{key}'. Available: {sorted(value)}")
+            raise ValueError(
+                f"transform placeholder '{{{path}}}' is missing key '{key}'. Available: {sorted(value)}"
+            )
         value = value[key]
     return value
 

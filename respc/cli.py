@@ -1,0 +1,195 @@
+"""The `respc` command: compile and explain response templates.
+
+Exit codes: 0 success, 1 `--check` found a difference, 2 usage error, unreadable input or invalid
+template. Errors are one line naming the file (and the template's field and key); `-v` adds the
+traceback. Outputs are written atomically, so a failure never leaves a partial file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import os
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+from typing import Any
+
+from respc._version import __version__
+
+__all__ = ["main"]
+
+
+class CliError(Exception):
+    """A user-facing failure: printed as one line, exit code 2."""
+
+
+def _decode_json(text: str, where: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise CliError(
+            f"{where}: invalid JSON at line {error.lineno} column {error.colno}: {error.msg}"
+        ) from None
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CliError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise CliError(f"{path}: is a directory, expected a file") from None
+    except PermissionError:
+        raise CliError(f"{path}: permission denied") from None
+    except UnicodeDecodeError as error:
+        raise CliError(f"{path}: not UTF-8 text (byte {error.start}: {error.reason})") from None
+    except OSError as error:
+        raise CliError(f"{path}: cannot read: {error.strerror or error}") from None
+
+
+def load_source(source: str) -> tuple[Any, str]:
+    """The response template a SOURCE argument names, and a display name for it.
+
+    SOURCE is a template `.json`, a `tokenizer_config.json` (its `response_template` key), a model
+    directory holding one, or `-` for standard input.
+    """
+    if source == "-":
+        return _unwrap(_decode_json(sys.stdin.read(), "<stdin>"), "<stdin>"), "<stdin>"
+    path = Path(source)
+    if path.is_dir():
+        config = path / "tokenizer_config.json"
+        if not config.is_file():
+            raise CliError(f"{path}: directory holds no tokenizer_config.json")
+        path = config
+    name = source if not Path(source).is_absolute() else path.name
+    return _unwrap(_decode_json(_read_text(path), str(path)), str(path)), (
+        name if path.name in name else path.name
+    )
+
+
+def _unwrap(data: Any, where: str) -> Any:
+    if isinstance(data, dict) and "fields" not in data and "response_template" not in data:
+        if (
+            Path(where).name == "tokenizer_config.json"
+            or "tokenizer_class" in data
+            or "chat_template" in data
+        ):
+            raise CliError(f"{where}: has no 'response_template' key")
+    if isinstance(data, dict) and "response_template" in data and "fields" not in data:
+        template = data["response_template"]
+        if template is None:
+            raise CliError(f"{where}: 'response_template' is null")
+        return template
+    return data
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temporary file in the same directory, then rename."""
+    directory = path.parent if str(path.parent) else Path(".")
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
+            stream.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _generate(template: Any, name: str, out: str | None) -> str:
+    from respc.compiler import TemplateError, generate_source
+
+    regenerate = f"respc compile {name}" + (f" -o {out}" if out else "")
+    try:
+        return generate_source(template, name=name, regenerate=regenerate)
+    except TemplateError as error:
+        raise CliError(f"{name}: {error}".splitlines()[0]) from error
+
+
+def _cmd_compile(args: argparse.Namespace) -> int:
+    template, name = load_source(args.source)
+    out_name = (
+        args.output
+        if args.output and not Path(args.output).is_absolute()
+        else (Path(args.output).name if args.output else None)
+    )
+    source = _generate(template, name, out_name)
+    if args.check:
+        if not args.output:
+            raise CliError("--check needs -o OUT: the file to compare against")
+        out = Path(args.output)
+        current = out.read_text(encoding="utf-8") if out.is_file() else ""
+        if current == source:
+            return 0
+        diff = difflib.unified_diff(
+            current.splitlines(True), source.splitlines(True), f"{out} (on disk)", f"{out} (regenerated)"
+        )
+        sys.stdout.writelines(diff)
+        print(f"respc: {out} is {'stale' if current else 'missing'}", file=sys.stderr)
+        return 1
+    if args.output:
+        try:
+            write_atomic(Path(args.output), source)
+        except OSError as error:
+            raise CliError(f"{args.output}: cannot write: {error.strerror or error}") from None
+    else:
+        sys.stdout.write(source)
+    return 0
+
+
+def _cmd_explain(args: argparse.Namespace) -> int:
+    from respc.compiler import TemplateError, load_template, plan_parser
+    from respc.compiler.explain import explain
+
+    template, name = load_source(args.source)
+    try:
+        plan = plan_parser(load_template(template), name)
+    except TemplateError as error:
+        raise CliError(f"{name}: {error}".splitlines()[0]) from error
+    sys.stdout.write(explain(plan))
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="respc", description="Compile Hugging Face response templates.")
+    parser.add_argument("--version", action="version", version=f"respc {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="show the traceback of an error")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    compile_ = commands.add_parser("compile", help="compile a template to a Python parser module")
+    compile_.add_argument(
+        "source", metavar="SOURCE", help="template .json, tokenizer_config.json, model dir, or -"
+    )
+    compile_.add_argument("-o", "--output", metavar="OUT", help="write the module here (default: stdout)")
+    compile_.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 with a diff if OUT is stale"
+    )
+    compile_.set_defaults(run=_cmd_compile)
+    explain_ = commands.add_parser("explain", help="print the delimiter table and state plan")
+    explain_.add_argument(
+        "source", metavar="SOURCE", help="template .json, tokenizer_config.json, model dir, or -"
+    )
+    explain_.set_defaults(run=_cmd_explain)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the `respc` command; returns the exit code."""
+    args = _parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except CliError as error:
+        if args.verbose:
+            traceback.print_exc()
+        print(f"respc: error: {error}", file=sys.stderr)
+        return 2
+    except ImportError as error:
+        if args.verbose:
+            traceback.print_exc()
+        print(
+            f"respc: error: {error.name or error}: install the compiler extra: pip install 'respc[compiler]'",
+            file=sys.stderr,
+        )
+        return 2

@@ -14,7 +14,9 @@ import pytest
 import respc
 
 FIXTURES = Path(__file__).parent / "fixtures"
-TEMPLATES = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted((FIXTURES / "templates").glob("*.json"))}
+TEMPLATES = {
+    p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted((FIXTURES / "templates").glob("*.json"))
+}
 SAMPLES = {
     p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted((FIXTURES / "samples").glob("*.json"))
 }
@@ -42,7 +44,7 @@ def _run(calls: list, deadline: float | None) -> list:
                 out.append(("ok", call()))
             except OracleTimeout:
                 raise
-            except Exception as error:  # noqa: BLE001 - every exception is part of the trace
+            except Exception as error:
                 out.append(("raise", type(error), str(error)))
             finally:
                 if deadline:
@@ -108,7 +110,7 @@ def assert_same(ours: list, theirs: list, template: Any, context: str) -> None:
         return
     try:
         source = respc.generate_source(template)
-    except Exception as error:  # noqa: BLE001
+    except Exception as error:
         source = f"<no source: {error!r}>"
     pytest.fail(
         f"respc differs from transformers 5.23.0 ({context})\n"
@@ -124,6 +126,10 @@ def chunkings(text: str, seed: int = 0, random_splits: int = 3) -> list[list[str
         out.append([text[i : i + step] for i in range(0, len(text), step)])
     rng = random.Random(seed)
     for _ in range(random_splits):
-        cuts = sorted(rng.sample(range(1, len(text)), min(len(text) - 1, rng.randint(1, 8)))) if len(text) > 1 else []
+        cuts = (
+            sorted(rng.sample(range(1, len(text)), min(len(text) - 1, rng.randint(1, 8))))
+            if len(text) > 1
+            else []
+        )
         out.append([text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])])
     return out

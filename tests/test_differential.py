@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 import pytest
-from conftest import SAMPLES, TEMPLATES, assert_same, chunkings, oracle_parse, oracle_stream, respc_parse, respc_stream
+from conftest import (
+    SAMPLES,
+    TEMPLATES,
+    assert_same,
+    chunkings,
+    oracle_parse,
+    oracle_stream,
+    respc_parse,
+    respc_stream,
+)
 
 CASES = [
     pytest.param(name, index, id=f"{name}-{index}")
@@ -71,7 +80,9 @@ def test_prefix_split_from_text_matches_oracle(name: str, index: int) -> None:
     """The prefix and the generation form one buffer: move the prompt/generation boundary around."""
     template, case = TEMPLATES[name], SAMPLES[name][index]
     whole = case["prefix"] + case["text"]
-    cuts = sorted({len(case["prefix"]), max(0, len(case["prefix"]) - 3), min(len(whole), len(case["prefix"]) + 5)})
+    cuts = sorted(
+        {len(case["prefix"]), max(0, len(case["prefix"]) - 3), min(len(whole), len(case["prefix"]) + 5)}
+    )
     for cut in cuts:
         ours = respc_stream(template, whole[:cut], [whole[cut:]])
         theirs = oracle_stream(template, whole[:cut], [whole[cut:]])

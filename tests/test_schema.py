@@ -550,6 +550,8 @@ DOCSTRINGS: dict[str, str | None] = {
     "returns_then_raises": (
         "S.\n\nArgs:\n    x: The x.\n    y: The y.\n\nReturns:\n    Sum.\n\nRaises:\n    ValueError: bad.\n"
     ),
+    "raises_before_args": "S.\n\nRaises:\n    ValueError: bad.\n\nArgs:\n    x: X.\n    y: Y.\n",
+    "raises_in_summary": "Never Raises: anything.\n\nArgs:\n    x: X.\n    y: Y.\n",
     "returns_empty_then_raises": "Summary.\n\nArgs:\n    x: X.\n    y: Y.\n\nReturns:\nRaises:\n    E: e\n",
     "returns_same_line": "Summary.\n\nArgs:\n    x: X.\n    y: Y.\n\nReturns: the sum.\n",
     "returns_at_end": "Summary.\n\nArgs:\n    x: X.\n    y: Y.\n\nReturns:",

@@ -43,5 +43,5 @@ def generate_source(template: Any, *, name: str | None = None, regenerate: str |
     except LiteralError as error:
         raise TemplateError(str(error)) from error
     source = format_source(raw)
-    verify_source(source, template, source_name)
+    verify_source(source, template, f"<respc {source_name!r}>")
     return source

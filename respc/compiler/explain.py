@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from respc.compiler.plan import ParserPlan
+from respc.compiler.plan import ParserPlan, describe_anchor
 
 __all__ = ["explain"]
 
@@ -17,7 +17,7 @@ def explain(plan: ParserPlan) -> str:
             "(prefix)",
             "anchor",
             "regex",
-            " | ".join(repr(x) for x in plan.start_anchor.literals or (plan.start_anchor.pattern,)),
+            describe_anchor(plan.start_anchor),
         )
     )
     widths = [max(len(row[i]) for row in rows) for i in range(3)]

@@ -61,8 +61,7 @@ class Delimiter:
     @property
     def text(self) -> str:
         """The delimiter as a template author wrote it, for comments and `explain`."""
-        shown = self.literals if self.anchor.literals is not None else (self.anchor.pattern,)
-        return " | ".join(repr(item) for item in shown)
+        return describe_anchor(self.anchor)
 
 
 @dataclass(frozen=True)
@@ -120,6 +119,11 @@ class ParserPlan:
     keep: int | None
 
     @property
+    def start_anchor_literals(self) -> tuple[str, ...]:
+        """The literal start anchors, longest first, as the oracle's alternation tries them."""
+        return tuple(sorted(self.start_anchor.literals or (), key=len, reverse=True))
+
+    @property
     def parser_functions(self) -> tuple[str, ...]:
         return tuple(sorted({f.parser for f in self.fields}))
 
@@ -146,12 +150,19 @@ class ParserPlan:
             start = opening.text if opening else "wherever no other region is open"
             end = closing.text if closing else "the end of the stream"
             lines.append(f"{field.name!r} ({field.content}) from {start} to {end}")
-        anchor = " | ".join(repr(x) for x in (self.start_anchor.literals or (self.start_anchor.pattern,)))
+        anchor = describe_anchor(self.start_anchor)
         return (
             f"Response parser compiled from {self.source_name}.\n\nRegions: "
             + "; ".join(lines)
             + (f".\nThe prefix is read from after its last start anchor {anchor}.")
         )
+
+
+def describe_anchor(anchor: Anchor) -> str:
+    """Literals as reprs, a pattern between slashes (as a repr if it holds unprintable characters)."""
+    if anchor.literals is not None:
+        return " | ".join(repr(literal) for literal in anchor.literals)
+    return f"/{anchor.pattern}/" if anchor.pattern.isprintable() else f"/{anchor.pattern!r}/"
 
 
 def _identifiers(names: list[Any]) -> list[str]:

@@ -6,6 +6,7 @@ through the `py` filter (checked Python literals) and the `comment` filter (sing
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import textwrap
@@ -35,21 +36,37 @@ def template_hash(template: Any) -> str:
 def _comment(text: Any, indent: int = 0) -> str:
     """Comment text wrapped to the line length; continuation lines get `indent` spaces and `# `."""
     text = str(text)
+    if not text.isprintable():  # a line break would end the comment: show such text as its repr
+        text = repr(text)
     if len(text) > _COMMENT_LIMIT:
         text = text[: _COMMENT_LIMIT - 3] + "..."
-    # Comment text is built from reprs, which never hold a line break; refuse rather than trust it.
-    if not text.isprintable():
-        raise ValueError(f"comment text holds an unprintable character: {text!r}")
     lines = textwrap.wrap(text, width=_LINE - indent - 2, break_long_words=True, break_on_hyphens=False)
     return ("\n" + " " * indent + "# ").join(lines)
 
 
 def _docstring(text: str) -> str:
-    """A triple-quoted docstring when that is safe, else a plain string literal."""
+    """A raw triple-quoted docstring when that round-trips, else a plain string literal."""
     body = "\n\n".join(textwrap.fill(part, _LINE, break_on_hyphens=False) for part in text.split("\n\n"))
-    if '"""' not in body and not body.endswith('"') and all(c.isprintable() or c == "\n" for c in body):
-        return '"""' + body.replace("\\", "\\\\") + '\n"""'
-    return py_literal(text)
+    return _raw_literal(body + "\n", quote='"""') or py_literal(text)
+
+
+def _raw_literal(text: str, quote: str) -> str | None:
+    """`text` as a raw string literal if one spells it exactly, else None."""
+    if quote in text or (quote[0] * 3) in text or text.endswith("\\") or quote[0] == text[-1:]:
+        return None
+    if not all(c.isprintable() or (c == "\n" and len(quote) == 3) for c in text):
+        return None
+    candidate = f"r{quote}{text}{quote}"
+    try:
+        node = ast.parse(candidate, mode="eval").body
+    except SyntaxError:
+        return None
+    return candidate if isinstance(node, ast.Constant) and node.value == text else None
+
+
+def _pattern(text: str) -> str:
+    """A regex as a raw string literal when one spells it exactly (readable), else its repr."""
+    return _raw_literal(text, '"') or _raw_literal(text, "'") or py_literal(text)
 
 
 _ENV = jinja2.Environment(
@@ -62,6 +79,7 @@ _ENV = jinja2.Environment(
 )
 _ENV.filters["py"] = py_literal
 _ENV.filters["comment"] = _comment
+_ENV.filters["pattern"] = _pattern
 
 
 def render_module(plan: ParserPlan, *, version: str, regenerate: str) -> str:

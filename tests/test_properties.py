@@ -1,0 +1,76 @@
+"""Property-based differential tests: hypothesis builds texts from each template's own delimiters,
+their fragments and pieces of realistic samples, then compares respc and the oracle under random
+chunkings, prefixes and tools."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from conftest import SAMPLES, TEMPLATES, assert_same, oracle_stream, respc_stream
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+EXAMPLES = int(os.environ.get("RESPC_HYPOTHESIS_EXAMPLES", "60"))
+GENERIC = [" ", "\n", "x", "hi", "{", "}", '"', ":", ",", "<", ">", "/", "é", "🙂", "1", "true", "\\", "\x00"]
+TOOLS = [
+    {
+        "name": "f",
+        "parameters": {"properties": {"a": {"type": "integer"}, "b": {"type": ["boolean", "string"]}}},
+    }
+]
+
+
+def _literals(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [item for item in value if isinstance(item, str)]
+    return []
+
+
+def atoms(name: str) -> list[str]:
+    """Delimiters of the template, samples cut at random places later, and generic characters."""
+    template = TEMPLATES[name]
+    found = _literals(template.get("start_anchor"))
+    for field in template["fields"].values():
+        for key in ("open", "close"):
+            found += _literals(field.get(key))
+    found += [case["text"] for case in SAMPLES.get(name, []) if case["text"]]
+    return sorted(set(found)) + GENERIC
+
+
+@st.composite
+def piece(draw: st.DrawFn, pool: list[str]) -> str:
+    atom = draw(st.sampled_from(pool))
+    if len(atom) > 1 and draw(st.booleans()):
+        a = draw(st.integers(0, len(atom) - 1))
+        b = draw(st.integers(a + 1, len(atom)))
+        return atom[a:b]
+    return atom
+
+
+@st.composite
+def scenario(draw: st.DrawFn, name: str) -> tuple[str, list[str], bool]:
+    pool = atoms(name)
+    text = "".join(draw(st.lists(piece(pool), max_size=12)))
+    prefix = "".join(draw(st.lists(piece(pool), max_size=3)))
+    cuts = sorted(set(draw(st.lists(st.integers(0, len(text)), max_size=6))))
+    chunks = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
+    return prefix, chunks, draw(st.booleans())
+
+
+@pytest.mark.parametrize("name", sorted(TEMPLATES))
+def test_random_texts_match_oracle(name: str) -> None:
+    template = TEMPLATES[name]
+
+    @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+    @given(scenario(name))
+    def check(case: tuple[str, list[str], bool]) -> None:
+        prefix, chunks, with_tools = case
+        tools = TOOLS if with_tools else None
+        ours = respc_stream(template, prefix, chunks, tools)
+        theirs = oracle_stream(template, prefix, chunks, tools)
+        assert_same(ours, theirs, template, f"{name} prefix={prefix!r} chunks={chunks!r}")
+
+    check()

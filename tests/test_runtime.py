@@ -1,0 +1,208 @@
+"""Runtime pieces against their transformers 5.23.0 counterparts, value by value."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from transformers.utils.chat_parsing import content_parsers as oracle_content
+from transformers.utils.chat_parsing import response_parser as oracle_parser
+
+from respc.runtime import content, tools, transform
+
+TYPES = ["integer", "number", "boolean", "null", "object", "array", "string", "mystery"]
+RAW = st.one_of(
+    st.text(max_size=12),
+    st.sampled_from(
+        [
+            "7",
+            "3.0",
+            "1e3",
+            "3.5",
+            " 7 ",
+            "+7",
+            "1_000",
+            "٣",
+            "007",
+            "NaN",
+            "inf",
+            "-inf",
+            "true",
+            "FALSE",
+            "0",
+            "1",
+            "null",
+            "None",
+            " null ",
+            "NULL",
+            '{"a":1}',
+            "[1,2]",
+            "[]",
+            "{}",
+            "yes",
+            "1.50",
+            "9" * 5000,
+        ]
+    ),
+)
+
+
+def _same(a: object, b: object) -> bool:
+    return type(a) is type(b) and (a == b or (isinstance(a, float) and math.isnan(a) and math.isnan(b)))
+
+
+@settings(max_examples=400, deadline=None)
+@given(RAW, st.lists(st.sampled_from(TYPES), max_size=3).map(tuple))
+def test_coerce_matches_oracle(raw: str, types: tuple[str, ...]) -> None:
+    assert _same(tools.coerce(raw, types), oracle_parser._coerce(raw, types))
+
+
+SCHEMAS = st.recursive(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "type": st.one_of(
+                st.sampled_from(TYPES), st.lists(st.one_of(st.sampled_from(TYPES), st.integers()))
+            ),
+            "nullable": st.booleans(),
+        },
+    ),
+    lambda inner: st.fixed_dictionaries(
+        {},
+        optional={
+            "anyOf": st.lists(inner, max_size=3),
+            "oneOf": st.lists(inner, max_size=2),
+            "type": st.sampled_from(TYPES),
+        },
+    ),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(SCHEMAS, st.none(), st.integers()))
+def test_schema_types_match_oracle(schema: object) -> None:
+    assert tools.schema_types(schema) == oracle_parser._schema_types(schema)
+
+
+ARGS = st.fixed_dictionaries(
+    {},
+    optional={
+        "strip": st.booleans(),
+        "unquoted_keys": st.booleans(),
+        "allow_non_json": st.booleans(),
+        "string_delims": st.sampled_from([[], [['<|"|>', '<|"|>']], [["<<", ">>"], ["[[", "]]"]]]),
+    },
+)
+BODIES = st.one_of(
+    st.text(max_size=30),
+    st.sampled_from(
+        [
+            "{a:1,b:{c:2}}",
+            "{ a: 1}",
+            '{"s": "x,y:z"}',
+            '{s:<|"|>x,y:z<|"|>}',
+            "[NaN, Infinity]",
+            " 42 ",
+            "٤٢",
+            "1e3",
+            "TRUE",
+            "{a:<<x>>,b:[[y]]}",
+            "\x01",
+            "",
+            "nan",
+        ]
+    ),
+)
+
+
+def _outcome(function: object, *args: object) -> tuple:
+    try:
+        return ("ok", repr(function(*args)))
+    except Exception as error:
+        return ("raise", type(error), str(error))
+
+
+@pytest.mark.parametrize("name", sorted(content.CONTENT_PARSERS))
+def test_content_parsers_match_oracle(name: str) -> None:
+    @settings(max_examples=200, deadline=None, derandomize=True)
+    @given(BODIES, ARGS)
+    def check(body: str, args: dict) -> None:
+        if name == "xml-inline":
+            args = {
+                **args,
+                "tag_pattern": r"<(?P<key>\w+)>(?P<value>.*?)</(?P=key)>",
+                "merge_duplicates": args.get("strip", False),
+            }
+        if name == "kv-lines":
+            args = {**args, "value_parser": {"name": "json", "args": {"allow_non_json": True}}}
+        assert _outcome(content.parse_content, body, name, args) == _outcome(
+            oracle_content.parse_content, body, name, args
+        )
+
+    check()
+
+
+PATHS = st.sampled_from(
+    [
+        "{content}",
+        "{content.a}",
+        "{content.a.b}",
+        "{missing}",
+        "{content.0}",
+        "{x}",
+        "{}",
+        "{a b}",
+        "plain",
+        5,
+        None,
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.recursive(
+        PATHS,
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=3),
+            st.dictionaries(st.sampled_from(["k", "{content}"]), inner, max_size=2),
+        ),
+        max_leaves=5,
+    ),
+    st.one_of(
+        st.integers(),
+        st.text(max_size=3),
+        st.fixed_dictionaries({"a": st.one_of(st.integers(), st.fixed_dictionaries({"b": st.integers()}))}),
+        st.lists(st.integers(), max_size=2),
+    ),
+)
+def test_transforms_match_oracle(template: object, value: object) -> None:
+    scope = {"x": "capture", "content": value}
+    assert _outcome(transform.apply_transform, template, scope) == _outcome(
+        oracle_content._apply_transform, template, scope
+    )
+
+
+def test_tool_registration_matches_oracle() -> None:
+    entries = [
+        "x",
+        3,
+        None,
+        {"function": "x"},
+        {"name": "flat", "parameters": {"properties": {"n": {"type": "integer"}}}},
+        {
+            "type": "function",
+            "function": {"name": "f", "parameters": {"properties": {"a": {"type": "string"}}}},
+        },
+        {
+            "type": "function",
+            "function": {"name": "f", "parameters": {"properties": {"a": {"type": "integer"}}}},
+        },
+        {"function": {"name": "noparams"}},
+        {"function": {"name": 5}},
+    ]
+    parser = oracle_parser.ResponseParser({"start_anchor": "a", "fields": {"c": {}}}, "", tools=entries)
+    assert tools.tool_params(entries) == parser._tool_params

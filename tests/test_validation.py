@@ -1,0 +1,76 @@
+"""Template validation parity: respc accepts exactly what transformers 5.23.0 accepts, with its message."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import FIXTURES
+
+import respc
+from respc.compiler import TemplateError, load_template
+
+BAD = json.loads((FIXTURES / "bad_templates.json").read_text(encoding="utf-8"))
+
+
+def _oracle(template: object) -> str:
+    from transformers.utils.chat_parsing.response_templates import load_response_template
+
+    try:
+        load_response_template(template)
+    except Exception as error:
+        return f"{type(error).__name__}: {error}"
+    return "accept"
+
+
+@pytest.mark.parametrize("entry", BAD, ids=[f"{i}-{e['note'][:40]}" for i, e in enumerate(BAD)])
+def test_validation_matches_oracle(entry: dict) -> None:
+    expected = _oracle(entry["template"])
+    assert expected == entry["oracle"], "fixture is stale: run tests/fixtures/make_oracle_columns.py"
+    try:
+        load_template(entry["template"])
+    except Exception as error:
+        assert expected != "accept", f"respc rejects a template the oracle accepts: {error!r}"
+        oracle_type = {"ValueError": ValueError, "TypeError": TypeError}[expected.split(":")[0]]
+        assert isinstance(error, oracle_type)
+        if isinstance(error, TemplateError) and expected.startswith("ValueError"):
+            assert str(error) == expected.split(": ", 1)[1]
+        return
+    assert expected == "accept", f"respc accepts a template the oracle rejects ({expected})"
+
+
+def test_template_error_is_value_error() -> None:
+    assert issubclass(respc.TemplateError, ValueError)
+    with pytest.raises(respc.TemplateError, match=r"Field 'x': unknown keys \['bogus'\]"):
+        respc.generate_source({"start_anchor": "a", "fields": {"x": {"bogus": 1}}})
+
+
+@pytest.mark.parametrize(
+    "field",
+    [
+        {"open_pattern": "(?:<t>)?", "close_pattern": "(?:</t>)?"},
+        {"open_pattern": "", "close_pattern": "$"},
+        {"open_pattern": r"\b", "close_pattern": r"(?=x)"},
+        {"open_pattern": r"\p{L}*", "close_pattern": r"\p{N}*"},
+    ],
+)
+def test_templates_that_hang_the_oracle_are_refused(field: dict) -> None:
+    """Quirk Q5: an explicit field whose open and close can both match empty loops forever upstream."""
+    template = {"start_anchor": "a", "fields": {"t": field, "c": {"close": "<eos>"}}}
+    with pytest.raises(respc.TemplateError, match="quirk Q5"):
+        respc.compile_template(template)
+
+
+def test_one_empty_matchable_side_is_accepted_and_exact() -> None:
+    """Only the pair hangs; an empty-matchable open with a real close is fine (quirk Q5's second case)."""
+    from conftest import assert_same, oracle_parse, respc_parse
+
+    template = {
+        "start_anchor": "a",
+        "fields": {
+            "thinking": {"open_pattern": "(?:<think>)?", "close": "</think>"},
+            "content": {"close": "<eos>"},
+        },
+    }
+    for text in ("hello</think>world", "a</think>b</think>", ""):
+        assert_same(respc_parse(template, text, ""), oracle_parse(template, text, ""), template, text)

@@ -51,38 +51,32 @@ def _read_text(path: Path) -> str:
 
 
 def load_source(source: str) -> tuple[Any, str]:
-    """The response template a SOURCE argument names, and a display name for it.
+    """The response template a SOURCE argument names, and the name to show for it.
 
     SOURCE is a template `.json`, a `tokenizer_config.json` (its `response_template` key), a model
-    directory holding one, or `-` for standard input.
+    directory holding one, or `-` for standard input. The shown name is never an absolute path, so
+    generated headers do not depend on where the command ran.
     """
     if source == "-":
-        return _unwrap(_decode_json(sys.stdin.read(), "<stdin>"), "<stdin>"), "<stdin>"
+        return _unwrap(_decode_json(sys.stdin.read(), "<stdin>"), Path("<stdin>")), "<stdin>"
     path = Path(source)
     if path.is_dir():
-        config = path / "tokenizer_config.json"
-        if not config.is_file():
-            raise CliError(f"{path}: directory holds no tokenizer_config.json")
-        path = config
-    name = source if not Path(source).is_absolute() else path.name
-    return _unwrap(_decode_json(_read_text(path), str(path)), str(path)), (
-        name if path.name in name else path.name
-    )
+        path = path / "tokenizer_config.json"
+        if not path.is_file():
+            raise CliError(f"{source}: directory holds no tokenizer_config.json")
+    name = path.name if path.is_absolute() else path.as_posix()
+    return _unwrap(_decode_json(_read_text(path), str(path)), path), name
 
 
-def _unwrap(data: Any, where: str) -> Any:
-    if isinstance(data, dict) and "fields" not in data and "response_template" not in data:
-        if (
-            Path(where).name == "tokenizer_config.json"
-            or "tokenizer_class" in data
-            or "chat_template" in data
-        ):
-            raise CliError(f"{where}: has no 'response_template' key")
-    if isinstance(data, dict) and "response_template" in data and "fields" not in data:
-        template = data["response_template"]
-        if template is None:
-            raise CliError(f"{where}: 'response_template' is null")
-        return template
+def _unwrap(data: Any, path: Path) -> Any:
+    """A tokenizer config's `response_template`, or the data itself when it is a bare template."""
+    if isinstance(data, dict) and "fields" not in data:
+        if "response_template" in data:
+            if data["response_template"] is None:
+                raise CliError(f"{path}: 'response_template' is null")
+            return data["response_template"]
+        if path.name == "tokenizer_config.json" or "tokenizer_class" in data:
+            raise CliError(f"{path}: has no 'response_template' key")
     return data
 
 

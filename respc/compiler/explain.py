@@ -16,7 +16,7 @@ def explain(plan: ParserPlan) -> str:
         (
             "(prefix)",
             "anchor",
-            "regex",
+            "literal" if plan.start_anchor.is_literal else "pattern",
             describe_anchor(plan.start_anchor),
         )
     )

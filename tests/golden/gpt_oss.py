@@ -11,7 +11,7 @@ anchor '<|start|>assistant'.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import regex
 
@@ -47,8 +47,10 @@ TOOL_CALLS_OPEN_RE = regex.compile(
     r"<\|channel\|>commentary to=functions\.(?P<name>\w+).*?<\|message\|>", regex.DOTALL
 )
 TOOL_CALLS_CLOSE = "<|call|>"
-START_ANCHOR = ("<|start|>assistant",)
-START_ANCHOR_RE = regex.compile("|".join(regex.escape(anchor) for anchor in START_ANCHOR), regex.DOTALL)
+START_ANCHOR_LITERALS = ("<|start|>assistant",)
+START_ANCHOR_RE = regex.compile(
+    "|".join(regex.escape(anchor) for anchor in START_ANCHOR_LITERALS), regex.DOTALL
+)
 _SCAN_THINKING_STARTS = regex.compile("[<]")
 _SCAN_CONTENT_STARTS = regex.compile("[<]")
 _SCAN_TOOL_CALLS_STARTS = regex.compile("[<]")
@@ -162,29 +164,29 @@ class ResponseParser(CompiledParser):
     """Streaming parser: `feed()` model output, then `finalize()`; same events as transformers."""
 
     IMPLICIT = None
-    SCANS = {
+    SCANS: ClassVar[dict] = {
         None: _scan_outside,
         "thinking": _scan_thinking,
         "content": _scan_content,
         "tool_calls": _scan_tool_calls,
     }
-    QUICK = {
+    QUICK: ClassVar[dict] = {
         None: None,
         "thinking": _SCAN_THINKING_STARTS,
         "content": _SCAN_CONTENT_STARTS,
         "tool_calls": _SCAN_TOOL_CALLS_STARTS,
     }
-    DIRTY = {
+    DIRTY: ClassVar[dict] = {
         "thinking": False,
         "content": False,
         "tool_calls": True,
     }
-    VALUES = {
+    VALUES: ClassVar[dict] = {
         "thinking": _value_thinking,
         "content": _value_content,
         "tool_calls": _value_tool_calls,
     }
-    JOINS = {}
+    JOINS: ClassVar[dict] = {}
     REPEATS = frozenset(["tool_calls"])
     REQUIRED = ()
     DEFAULT_KEYS = frozenset(["role"])

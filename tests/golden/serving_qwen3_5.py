@@ -11,7 +11,7 @@ last start anchor '<|im_start|>assistant\n'.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import regex
 
@@ -47,8 +47,10 @@ REASONING_CONTENT_CLOSE = "</think>"
 TOOL_CALLS_OPEN_RE = regex.compile(r"\s*<tool_call>\s*<function=(?P<name>[^>\n]+)>", regex.DOTALL)
 TOOL_CALLS_CLOSE_RE = regex.compile(r"</function>\s*</tool_call>", regex.DOTALL)
 CONTENT_CLOSE_RE = regex.compile(r"\s*(?:<\|im_end\|>|<\|endoftext\|>)", regex.DOTALL)
-START_ANCHOR = ("<|im_start|>assistant\n",)
-START_ANCHOR_RE = regex.compile("|".join(regex.escape(anchor) for anchor in START_ANCHOR), regex.DOTALL)
+START_ANCHOR_LITERALS = ("<|im_start|>assistant\n",)
+START_ANCHOR_RE = regex.compile(
+    "|".join(regex.escape(anchor) for anchor in START_ANCHOR_LITERALS), regex.DOTALL
+)
 _SCAN_REASONING_CONTENT_STARTS = regex.compile("[<]")
 
 # Content parser arguments and transforms, as written in the template.
@@ -147,27 +149,27 @@ class ResponseParser(CompiledParser):
     """Streaming parser: `feed()` model output, then `finalize()`; same events as transformers."""
 
     IMPLICIT = "content"
-    SCANS = {
+    SCANS: ClassVar[dict] = {
         "content": _scan_outside,
         "reasoning_content": _scan_reasoning_content,
         "tool_calls": _scan_tool_calls,
     }
-    QUICK = {
+    QUICK: ClassVar[dict] = {
         "content": None,
         "reasoning_content": _SCAN_REASONING_CONTENT_STARTS,
         "tool_calls": None,
     }
-    DIRTY = {
+    DIRTY: ClassVar[dict] = {
         "reasoning_content": False,
         "tool_calls": True,
         "content": False,
     }
-    VALUES = {
+    VALUES: ClassVar[dict] = {
         "reasoning_content": _value_reasoning_content,
         "tool_calls": _value_tool_calls,
         "content": _value_content,
     }
-    JOINS = {}
+    JOINS: ClassVar[dict] = {}
     REPEATS = frozenset(["tool_calls"])
     REQUIRED = ()
     DEFAULT_KEYS = frozenset(["role"])

@@ -10,7 +10,7 @@ from after its last start anchor '<|im_start|>assistant\n'.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import regex
 
@@ -43,8 +43,10 @@ THINKING_CLOSE = "</think>"
 TOOL_CALLS_OPEN = "<tool_call>"
 TOOL_CALLS_CLOSE = "</tool_call>"
 CONTENT_CLOSE = "<|im_end|>"
-START_ANCHOR = ("<|im_start|>assistant\n",)
-START_ANCHOR_RE = regex.compile("|".join(regex.escape(anchor) for anchor in START_ANCHOR), regex.DOTALL)
+START_ANCHOR_LITERALS = ("<|im_start|>assistant\n",)
+START_ANCHOR_RE = regex.compile(
+    "|".join(regex.escape(anchor) for anchor in START_ANCHOR_LITERALS), regex.DOTALL
+)
 _SCAN_OUTSIDE_STARTS = regex.compile("[<]")
 _SCAN_THINKING_STARTS = regex.compile("[<]")
 _SCAN_TOOL_CALLS_STARTS = regex.compile("[<]")
@@ -144,27 +146,27 @@ class ResponseParser(CompiledParser):
     """Streaming parser: `feed()` model output, then `finalize()`; same events as transformers."""
 
     IMPLICIT = "content"
-    SCANS = {
+    SCANS: ClassVar[dict] = {
         "content": _scan_outside,
         "thinking": _scan_thinking,
         "tool_calls": _scan_tool_calls,
     }
-    QUICK = {
+    QUICK: ClassVar[dict] = {
         "content": _SCAN_OUTSIDE_STARTS,
         "thinking": _SCAN_THINKING_STARTS,
         "tool_calls": _SCAN_TOOL_CALLS_STARTS,
     }
-    DIRTY = {
+    DIRTY: ClassVar[dict] = {
         "thinking": False,
         "tool_calls": True,
         "content": False,
     }
-    VALUES = {
+    VALUES: ClassVar[dict] = {
         "thinking": _value_thinking,
         "tool_calls": _value_tool_calls,
         "content": _value_content,
     }
-    JOINS = {}
+    JOINS: ClassVar[dict] = {}
     REPEATS = frozenset(["tool_calls"])
     REQUIRED = ()
     DEFAULT_KEYS = frozenset(["role"])

@@ -15,13 +15,9 @@ from typing import Any
 
 import regex
 
+from respc.compiler.firstchars import first_chars, may_match_empty
 from respc.compiler.spec import Anchor, Field, Spec, TemplateError
 from respc.runtime.content import DIRTY_PARSERS
-
-try:  # Python's own regex parser, used only to measure the shortest match of a pattern
-    from re import _parser as sre_parse  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - Python 3.10
-    import sre_parse  # type: ignore[no-redef]
 
 __all__ = ["Delimiter", "FieldPlan", "ParserPlan", "State", "plan_parser"]
 
@@ -38,7 +34,6 @@ OUTSIDE = "outside"  # the scan of the implicit field / null sink; reserved so n
 # Patterns that look behind the scan position (or change how far back a boundary looks) need the
 # whole consumed text as context; anything else sees at most one character before it.
 _LOOKS_BACK = re.compile(r"\(\?<[=!]|\(\?[a-zA-Z0-9^-]*[wr][a-zA-Z0-9^-]*[:)]")
-_EMPTY_PROBES = ("", "a", " ", "\n", "<", "0", "x y\nz")
 
 
 @dataclass(frozen=True)
@@ -180,36 +175,29 @@ def _identifiers(names: list[Any]) -> list[str]:
     return out
 
 
-def _may_match_empty(pattern: str) -> bool:
-    try:
-        return sre_parse.parse(pattern, re.DOTALL).getwidth()[0] == 0
-    except Exception:  # syntax only the `regex` module knows: probe instead
-        compiled = regex.compile(pattern, regex.DOTALL)
-        for probe in _EMPTY_PROBES:
-            for start in range(len(probe) + 1):
-                match = compiled.search(probe, start)
-                if match is not None and match.start() == match.end():
-                    return True
-        return False
-
-
 def _delimiter(field: Field, ident: str, kind: str, anchor: Anchor) -> Delimiter:
     const = f"{ident.upper()}_{kind.upper()}"
     if anchor.literals is None:
-        return Delimiter(field.name, kind, anchor, const + "_RE", (), _may_match_empty(anchor.pattern))
+        return Delimiter(field.name, kind, anchor, const + "_RE", (), may_match_empty(anchor.pattern))
     return Delimiter(
         field.name, kind, anchor, const, tuple(sorted(anchor.literals, key=len, reverse=True)), False
     )
 
 
 def _quick(watches: tuple[Delimiter, ...]) -> str | None:
-    if any(d.anchor.literals is None for d in watches):
-        return None
+    """A character class matching every character a watched delimiter can start with, if one exists."""
     if not watches:
         return "(?!)"
-    return (
-        "[" + "".join(regex.escape(c) for c in sorted({lit[0] for d in watches for lit in d.literals})) + "]"
-    )
+    items: set[str] = set()
+    for d in watches:
+        if d.anchor.literals is not None:
+            items |= {regex.escape(literal[0]) for literal in d.literals}
+        else:
+            first = first_chars(d.anchor.pattern)
+            if first is None:
+                return None
+            items |= first
+    return "[" + "".join(sorted(items)) + "]"
 
 
 def _sort_key(name: Any) -> tuple:

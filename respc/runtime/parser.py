@@ -42,7 +42,7 @@ class CompiledParser:
     # Filled in by the generated subclass.
     IMPLICIT: ClassVar[Any] = None  # the implicit field's name, or None for the null sink
     SCANS: ClassVar[dict]  # state (field name, or IMPLICIT when outside explicit regions) -> scan method
-    QUICK: ClassVar[dict]  # state -> compiled character class of every watched delimiter's first char
+    QUICK: ClassVar[dict]  # state -> `search` of a class of every watched delimiter's first char, or None
     DIRTY: ClassVar[dict]  # field name -> the `dirty` flag of its chunks
     VALUES: ClassVar[dict]  # field name -> function(body, captures) giving the region's value
     JOINS: ClassVar[dict]  # field name -> join string, for repeated fields with `join`
@@ -109,20 +109,40 @@ class CompiledParser:
         """Consume the next piece of model output; returns the events it caused."""
         if self._finalized:
             raise RuntimeError("ResponseParser already finalized")
-        events: list[dict] = []
         if text:
             quick = self._quick
-            if quick is not None and self._pos == len(self._buf) and quick.search(text) is None:
-                # Nothing is held and no watched delimiter can start in this chunk: one chunk event.
-                self._buf += text
-                self._pos = len(self._buf)
-                self._route(events, text)
-                self._trim()
-                return events
+            if quick is not None and self._pos == len(self._buf) and quick(text) is None:
+                return self._feed_plain(text)
             self._buf += text
+        events: list[dict] = []
         self._process(events, False)
         self._trim()
         return events
+
+    def _feed_plain(self, text: str) -> list[dict]:
+        """A chunk in which no watched delimiter can start, with nothing held: one chunk, no scan.
+
+        This is what the oracle's pass does for such a chunk (no candidate, nothing pending).
+        """
+        keep = self.KEEP
+        if keep == 0:
+            self._buf = ""
+            self._pos = 0
+        else:
+            buf = self._buf + text if keep is None or len(text) < keep else text
+            if keep is not None:
+                buf = buf[-keep:]
+            self._buf = buf
+            self._pos = len(buf)
+        current = self._current
+        if current is None:
+            return []
+        self._parts.append(text)
+        chunk = {"type": "region_chunk", "field": current, "text": text, "dirty": self._dirty}
+        if self._opened:
+            return [chunk]
+        self._opened = True
+        return [{"type": "region_open", "field": current}, chunk]
 
     def finalize(self) -> tuple[dict, list[dict]]:
         """End the stream: close what is open and return `(message, events)`."""

@@ -51,6 +51,7 @@ START_ANCHOR_LITERALS = ("<|start|>assistant",)
 START_ANCHOR_RE = regex.compile(
     "|".join(regex.escape(anchor) for anchor in START_ANCHOR_LITERALS), regex.DOTALL
 )
+_SCAN_OUTSIDE_STARTS = regex.compile("[<]")
 _SCAN_THINKING_STARTS = regex.compile("[<]")
 _SCAN_CONTENT_STARTS = regex.compile("[<]")
 _SCAN_TOOL_CALLS_STARTS = regex.compile("[<]")
@@ -171,10 +172,10 @@ class ResponseParser(CompiledParser):
         "tool_calls": _scan_tool_calls,
     }
     QUICK: ClassVar[dict] = {
-        None: None,
-        "thinking": _SCAN_THINKING_STARTS,
-        "content": _SCAN_CONTENT_STARTS,
-        "tool_calls": _SCAN_TOOL_CALLS_STARTS,
+        None: _SCAN_OUTSIDE_STARTS.search,
+        "thinking": _SCAN_THINKING_STARTS.search,
+        "content": _SCAN_CONTENT_STARTS.search,
+        "tool_calls": _SCAN_TOOL_CALLS_STARTS.search,
     }
     DIRTY: ClassVar[dict] = {
         "thinking": False,

@@ -51,7 +51,9 @@ START_ANCHOR_LITERALS = ("<|im_start|>assistant\n",)
 START_ANCHOR_RE = regex.compile(
     "|".join(regex.escape(anchor) for anchor in START_ANCHOR_LITERALS), regex.DOTALL
 )
+_SCAN_OUTSIDE_STARTS = regex.compile("[<\\s]")
 _SCAN_REASONING_CONTENT_STARTS = regex.compile("[<]")
+_SCAN_TOOL_CALLS_STARTS = regex.compile("[<]")
 
 # Content parser arguments and transforms, as written in the template.
 REASONING_CONTENT_ARGS = {}
@@ -155,9 +157,9 @@ class ResponseParser(CompiledParser):
         "tool_calls": _scan_tool_calls,
     }
     QUICK: ClassVar[dict] = {
-        "content": None,
-        "reasoning_content": _SCAN_REASONING_CONTENT_STARTS,
-        "tool_calls": None,
+        "content": _SCAN_OUTSIDE_STARTS.search,
+        "reasoning_content": _SCAN_REASONING_CONTENT_STARTS.search,
+        "tool_calls": _SCAN_TOOL_CALLS_STARTS.search,
     }
     DIRTY: ClassVar[dict] = {
         "reasoning_content": False,

@@ -152,9 +152,9 @@ class ResponseParser(CompiledParser):
         "tool_calls": _scan_tool_calls,
     }
     QUICK: ClassVar[dict] = {
-        "content": _SCAN_OUTSIDE_STARTS,
-        "thinking": _SCAN_THINKING_STARTS,
-        "tool_calls": _SCAN_TOOL_CALLS_STARTS,
+        "content": _SCAN_OUTSIDE_STARTS.search,
+        "thinking": _SCAN_THINKING_STARTS.search,
+        "tool_calls": _SCAN_TOOL_CALLS_STARTS.search,
     }
     DIRTY: ClassVar[dict] = {
         "thinking": False,

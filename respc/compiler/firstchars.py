@@ -1,0 +1,112 @@
+"""First-character sets of regex delimiters, for the skip-scan fast path.
+
+If no character of a chunk can start a watched delimiter and nothing is held, the oracle's pass
+just routes the chunk; the generated parser then skips scanning. That is only sound when the set
+truly covers every match, so only syntax on which Python's regex parser and the `regex` module agree
+is analysed; anything else (Unicode properties, POSIX or nested sets, fuzzy matching, inline flags,
+assertions, `.`) gets no set and its state always scans.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import regex
+
+try:  # Python's own regex parser gives the structure of the pattern
+    from re import _parser as sre_parse  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_parse  # type: ignore[no-redef]
+
+__all__ = ["first_chars", "may_match_empty"]
+
+_NOT_PLAIN = re.compile(
+    r"\\[^sSdDwWnrtf.\\\-\[\](){}|*+?^$<>=!/:,#&~'\" ]"  # escapes outside the shared subset
+    r"|\(\?(?!:|P<)"  # flags, lookarounds, conditionals, branch reset...
+    r"|\{(?![0-9]*,?[0-9]*\})"  # fuzzy matching and other non-repeat braces
+    r"|\[\[|\[:|&&|\|\||--|~~"  # nested sets, POSIX classes, set operations
+)
+_CATEGORIES = {
+    "CATEGORY_DIGIT": r"\d",
+    "CATEGORY_NOT_DIGIT": r"\D",
+    "CATEGORY_SPACE": r"\s",
+    "CATEGORY_NOT_SPACE": r"\S",
+    "CATEGORY_WORD": r"\w",
+    "CATEGORY_NOT_WORD": r"\W",
+}
+_EMPTY_PROBES = ("", "a", " ", "\n", "<", "0", "x y\nz")
+
+
+class _Unknown(Exception):
+    """The pattern may start with any character, or uses syntax outside the analysed subset."""
+
+
+def _sequence(items: Any) -> tuple[set[str], bool]:
+    """Class items that any match of `items` starts with, and whether `items` can match empty."""
+    found: set[str] = set()
+    for op, av in items:
+        first, nullable = _item(str(op), av)
+        found |= first
+        if not nullable:
+            return found, False
+    return found, True
+
+
+def _class_item(kind: str, value: Any) -> str:
+    if kind == "LITERAL":
+        return regex.escape(chr(value))
+    if kind == "RANGE":
+        return regex.escape(chr(value[0])) + "-" + regex.escape(chr(value[1]))
+    if kind == "CATEGORY" and str(value) in _CATEGORIES:
+        return _CATEGORIES[str(value)]
+    raise _Unknown  # NEGATE and anything else
+
+
+def _item(op: str, av: Any) -> tuple[set[str], bool]:
+    if op == "LITERAL":
+        return {regex.escape(chr(av))}, False
+    if op == "IN":
+        return {_class_item(str(kind), value) for kind, value in av}, False
+    if op == "SUBPATTERN":
+        if av[1] or av[2]:  # inline flags such as (?i:...)
+            raise _Unknown
+        return _sequence(av[3])
+    if op == "ATOMIC_GROUP":
+        return _sequence(av)
+    if op == "BRANCH":
+        found, nullable = set(), False
+        for branch in av[1]:
+            first, empty = _sequence(branch)
+            found |= first
+            nullable = nullable or empty
+        return found, nullable
+    if op in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+        first, nullable = _sequence(av[2])
+        return first, nullable or av[0] == 0
+    raise _Unknown  # ANY, NOT_LITERAL, AT, ASSERT, GROUPREF...
+
+
+def first_chars(pattern: str) -> set[str] | None:
+    """Regex class items covering the first character of every match and partial match, if known."""
+    if _NOT_PLAIN.search(pattern):
+        return None
+    try:
+        first, nullable = _sequence(sre_parse.parse(pattern, re.DOTALL))
+    except (_Unknown, re.error, RecursionError, OverflowError, ValueError):
+        return None
+    return None if nullable else first
+
+
+def may_match_empty(pattern: str) -> bool:
+    """Whether the pattern can match the empty string somewhere (conservatively true when unsure)."""
+    try:
+        return sre_parse.parse(pattern, re.DOTALL).getwidth()[0] == 0
+    except Exception:  # syntax only the `regex` module knows: probe it instead
+        compiled = regex.compile(pattern, regex.DOTALL)
+        for probe in _EMPTY_PROBES:
+            for start in range(len(probe) + 1):
+                match = compiled.search(probe, start)
+                if match is not None and match.start() == match.end():
+                    return True
+        return False

@@ -14,14 +14,19 @@ from collections.abc import Callable
 from typing import Any
 
 from respc._version import __version__
+from respc.registry import PresetNotFound, load_preset, preset_for, presets
 
 __all__ = [
+    "PresetNotFound",
     "ResponseParser",
     "TemplateError",
     "__version__",
     "compile_template",
     "generate_source",
+    "load_preset",
     "parse_response",
+    "preset_for",
+    "presets",
 ]
 
 _CACHE: dict[str, types.ModuleType] = {}
@@ -81,13 +86,18 @@ def parse_response(
     *,
     prefix: str | None = None,
     tools: list[dict | Callable] | None = None,
+    errors: str = "strict",
 ) -> dict:
-    """Drop-in for `transformers.utils.chat_parsing.parse_response`."""
-    return _compiled(response_template).parse_response(text, prefix=prefix, tools=tools)
+    """Drop-in for `transformers.utils.chat_parsing.parse_response` (`errors="keep"` is respc's own)."""
+    return _compiled(response_template).parse_response(text, prefix=prefix, tools=tools, errors=errors)
 
 
 def ResponseParser(  # noqa: N802 - a factory standing in for transformers' class of the same name
-    response_template: Any, prefix: str | None = None, *, tools: list[dict | Callable] | None = None
+    response_template: Any,
+    prefix: str | None = None,
+    *,
+    tools: list[dict | Callable] | None = None,
+    errors: str = "strict",
 ) -> Any:
-    """Drop-in for `transformers.utils.chat_parsing.ResponseParser`."""
-    return _compiled(response_template).ResponseParser(prefix, tools=tools)
+    """Drop-in for `transformers.utils.chat_parsing.ResponseParser` (`errors="keep"` is respc's own)."""
+    return _compiled(response_template).ResponseParser(prefix, tools=tools, errors=errors)

@@ -147,6 +147,56 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_regen(args: argparse.Namespace) -> int:
+    from respc.compiler import TemplateError
+    from respc.compiler.regen import PACKAGE, regen
+
+    progress = None
+    if sys.stderr.isatty():
+
+        def progress(name: str) -> None:
+            print(f"\rrespc: compiling {name:<40}", end="", file=sys.stderr, flush=True)
+
+    try:
+        drift = regen(check=args.check, progress=progress)
+    except TemplateError as error:
+        raise CliError(f"respc/presets/{error}".splitlines()[0]) from error
+    if progress:
+        print("\r" + " " * 60 + "\r", end="", file=sys.stderr)
+    for item in drift:
+        verb = {"stale": "stale", "missing": "missing", "orphaned": "orphaned"}[item.kind]
+        action = (
+            ""
+            if args.check
+            else {"stale": " (rewritten)", "missing": " (written)", "orphaned": " (removed)"}[item.kind]
+        )
+        print(f"respc: {item.path.relative_to(PACKAGE.parent)}: {verb}{action}", file=sys.stderr)
+    if args.check:
+        return 1 if drift else 0
+    print(f"respc: generated/ is up to date ({len(drift)} file(s) changed)", file=sys.stderr)
+    return 0
+
+
+def _cmd_presets(args: argparse.Namespace) -> int:
+    from respc.registry import preset_info, presets
+
+    rows = [("preset", "families", "model types", "special tokens")]
+    for name in presets():
+        info = preset_info(name)
+        rows.append(
+            (
+                name,
+                info["families"],
+                ", ".join(info["model_types"]),
+                "keep" if info["special_tokens"] else "-",
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[3])
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="respc", description="Compile Hugging Face response templates.")
     parser.add_argument("--version", action="version", version=f"respc {__version__}")
@@ -166,6 +216,11 @@ def _parser() -> argparse.ArgumentParser:
         "source", metavar="SOURCE", help="template .json, tokenizer_config.json, model dir, or -"
     )
     explain_.set_defaults(run=_cmd_explain)
+    regen_ = commands.add_parser("regen", help="rebuild respc/generated/ from respc/presets/")
+    regen_.add_argument("--check", action="store_true", help="write nothing; exit 1 if anything is stale")
+    regen_.set_defaults(run=_cmd_regen)
+    presets_ = commands.add_parser("presets", help="list the shipped parsers and the models they cover")
+    presets_.set_defaults(run=_cmd_presets)
     return parser
 
 

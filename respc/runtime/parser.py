@@ -58,10 +58,16 @@ class CompiledParser:
         """A fresh copy of the template's `defaults`."""
         return {}
 
-    def __init__(self, prefix: str | None = None, *, tools: list | None = None) -> None:
+    def __init__(
+        self, prefix: str | None = None, *, tools: list | None = None, errors: str = "strict"
+    ) -> None:
         if prefix is None:
             raise ValueError(PREFIX_REQUIRED)
+        if errors not in ("strict", "keep"):
+            raise ValueError(f"errors must be 'strict' or 'keep', got {errors!r}")
         self._tools = tool_params(tools)
+        # errors="keep": a region that fails to parse is reported here instead of raising (not upstream).
+        self.errors: list[dict] | None = [] if errors == "keep" else None
         self._buf = ""
         self._pos = 0
         self._output: dict[str, Any] = self.defaults()
@@ -152,7 +158,11 @@ class CompiledParser:
         self._process(events, True)
         missing = [name for name in self.REQUIRED if name not in self._output]
         if missing:
-            raise ValueError(f"Required response_template fields missing from parsed output: {missing}")
+            error = ValueError(f"Required response_template fields missing from parsed output: {missing}")
+            if self.errors is None:
+                raise error
+            for name in missing:
+                self._keep_error(events, name, "", error)
         defaults = self.DEFAULT_KEYS
         self._output = {k: v for k, v in self._output.items() if k in defaults or not _is_empty(v)}
         self._finalized = True
@@ -224,24 +234,39 @@ class CompiledParser:
         if current is None or not self._opened:
             self._reset()
             return
-        value = self.VALUES[current]("".join(self._parts), self._captures)
-        if self._tools:
-            value = coerce_tool_calls(value, self._tools)
+        body = "".join(self._parts)
         output = self._output
-        join = self.JOINS.get(current)
-        if join is not None:
-            if not isinstance(value, str):
-                raise ValueError(
-                    f"Field '{current}': 'join' requires each match to parse to a string, got {type(value).__name__}."
-                )
-            previous = output.get(current)
-            output[current] = value if previous is None else previous + join + value
-        elif current in self.REPEATS:
-            output.setdefault(current, []).append(value)
-        else:
-            output[current] = value
+        try:
+            value = self.VALUES[current](body, self._captures)
+            if self._tools:
+                value = coerce_tool_calls(value, self._tools)
+            join = self.JOINS.get(current)
+            if join is not None:
+                if not isinstance(value, str):
+                    raise ValueError(
+                        f"Field '{current}': 'join' requires each match to parse to a string, "
+                        f"got {type(value).__name__}."
+                    )
+                previous = output.get(current)
+                output[current] = value if previous is None else previous + join + value
+            elif current in self.REPEATS:
+                output.setdefault(current, []).append(value)
+            else:
+                output[current] = value
+        except Exception as error:
+            if self.errors is None:
+                raise
+            self._keep_error(events, current, body, error)
+            self._reset()
+            return
         events.append({"type": "region_close", "field": current, "value": value})
         self._reset()
+
+    def _keep_error(self, events: list[dict], field: Any, text: str, error: BaseException) -> None:
+        """errors="keep": report a region that failed to parse, with its raw text, and carry on."""
+        report = {"field": field, "text": text, "error": str(error), "exception": type(error).__name__}
+        self.errors.append(report)
+        events.append({"type": "region_error", **report})
 
     def _coerce_tool_calls(self, value: Any) -> Any:
         """Tool-argument coercion as upstream tests call it: returns `value`, cast in place."""

@@ -184,8 +184,16 @@ class ResponseParser(CompiledParser):
         return {"role": "assistant"}
 
 
-def parse_response(text: str, *, prefix: str | None = None, tools: list | None = None) -> dict:
-    """Parse a whole response into its message dict, as `transformers.parse_response` does."""
-    parser = ResponseParser(prefix, tools=tools)
+def parse_response(
+    text: str, *, prefix: str | None = None, tools: list | None = None, errors: str = "strict"
+) -> dict:
+    """Parse a whole response into its message dict, as `transformers.parse_response` does.
+
+    With errors="keep", regions that fail to parse are listed under "parse_errors" instead of raising.
+    """
+    parser = ResponseParser(prefix, tools=tools, errors=errors)
     parser.feed(text)
-    return parser.finalize()[0]
+    message = parser.finalize()[0]
+    if parser.errors:
+        message["parse_errors"] = parser.errors
+    return message

@@ -1,0 +1,64 @@
+"""The shipped presets: find the parser module for a model (runtime only, no compiler needed)."""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import types
+from typing import Any
+
+__all__ = ["PresetNotFound", "load_preset", "preset_for", "preset_info", "presets"]
+
+
+class PresetNotFound(LookupError):
+    """No shipped preset matches the name, model type or repository id."""
+
+
+def _registry() -> dict[str, dict[str, Any]]:
+    from respc.generated._registry import PRESETS
+
+    return PRESETS
+
+
+def presets() -> list[str]:
+    """The names of the shipped presets, sorted."""
+    return sorted(_registry())
+
+
+def preset_info(name: str) -> dict[str, Any]:
+    """What the index records for a preset: model types, repository ids, special tokens, prefill..."""
+    registry = _registry()
+    if name not in registry:
+        raise PresetNotFound(_not_found(f"no preset named {name!r}", name))
+    return registry[name]
+
+
+def load_preset(name: str) -> types.ModuleType:
+    """The generated parser module of the preset `name`."""
+    preset_info(name)
+    return importlib.import_module(f"respc.generated.{name}")
+
+
+def preset_for(model: str) -> types.ModuleType:
+    """The preset for a Hub repository id or a `model_type`: exact id, then id ignoring case, then type."""
+    registry = _registry()
+    for match in (lambda ids, m: m in ids, lambda ids, m: m.lower() in {i.lower() for i in ids}):
+        for name, info in sorted(registry.items()):
+            if match(info["repo_ids"], model):
+                return load_preset(name)
+    model_type = model.lower()
+    for name, info in sorted(registry.items()):
+        if model_type in info["model_types"]:
+            return load_preset(name)
+    raise PresetNotFound(_not_found(f"no preset for {model!r}", model))
+
+
+def _not_found(message: str, wanted: str) -> str:
+    registry = _registry()
+    candidates = {name: name for name in registry}
+    for name, info in registry.items():
+        candidates.update({key: name for key in [*info["repo_ids"], *info["model_types"]]})
+    close = difflib.get_close_matches(wanted, list(candidates), n=5, cutoff=0.4)
+    names = sorted(dict.fromkeys(candidates[c] for c in close))
+    hint = f"; closest presets: {', '.join(names)}" if names else ""
+    return f"{message}{hint}. Shipped presets: {', '.join(sorted(registry))}"

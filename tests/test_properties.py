@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from conftest import SAMPLES, TEMPLATES, assert_same, oracle_stream, respc_stream
+from conftest import SAMPLES, TEMPLATES, assert_same, oracle_parse, oracle_stream, respc_parse, respc_stream
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -72,5 +72,10 @@ def test_random_texts_match_oracle(name: str) -> None:
         ours = respc_stream(template, prefix, chunks, tools)
         theirs = oracle_stream(template, prefix, chunks, tools)
         assert_same(ours, theirs, template, f"{name} prefix={prefix!r} chunks={chunks!r}")
+        text = "".join(chunks)
+        ours = respc_parse(template, text, prefix, tools)
+        assert_same(
+            ours, oracle_parse(template, text, prefix, tools), template, f"{name} parse {prefix!r} {text!r}"
+        )
 
     check()

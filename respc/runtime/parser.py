@@ -156,6 +156,25 @@ class CompiledParser:
             raise RuntimeError("ResponseParser already finalized")
         events: list[dict] = []
         self._process(events, True)
+        return self._finish(events), events
+
+    @classmethod
+    def parse_whole(cls, text: str, prefix: str | None, tools: list | None, errors: str) -> dict:
+        """`parse_response`: one end-of-stream pass and no events.
+
+        The oracle feeds the text and then finalizes; a pass that holds back nothing (end of stream)
+        reaches the same message, because holding only delays text, never reorders or drops it.
+        """
+        parser = cls(prefix, tools=tools, errors=errors)
+        if text:
+            parser._buf += text
+        parser._process(None, True)
+        message = parser._finish(None)
+        if parser.errors:
+            message["parse_errors"] = parser.errors
+        return message
+
+    def _finish(self, events: list[dict] | None) -> dict:
         missing = [name for name in self.REQUIRED if name not in self._output]
         if missing:
             error = ValueError(f"Required response_template fields missing from parsed output: {missing}")
@@ -166,9 +185,10 @@ class CompiledParser:
         defaults = self.DEFAULT_KEYS
         self._output = {k: v for k, v in self._output.items() if k in defaults or not _is_empty(v)}
         self._finalized = True
-        return self._output, events
+        return self._output
 
-    def _process(self, events: list[dict], eos: bool) -> None:
+    def _process(self, events: list[dict] | None, eos: bool) -> None:
+        """The oracle's processing pass; `events` is None when nobody will read them."""
         buf = self._buf
         while True:
             pos = self._pos
@@ -206,17 +226,20 @@ class CompiledParser:
                 self._pos = hold
             break
 
-    def _route(self, events: list[dict], text: str) -> None:
+    def _route(self, events: list[dict] | None, text: str) -> None:
         current = self._current
         if current is None:
+            return
+        self._parts.append(text)
+        if events is None:
+            self._opened = True
             return
         if not self._opened:
             events.append({"type": "region_open", "field": current})
             self._opened = True
-        self._parts.append(text)
         events.append({"type": "region_chunk", "field": current, "text": text, "dirty": self._dirty})
 
-    def _open(self, events: list[dict], name: Any, match: Any, zero_width: bool) -> None:
+    def _open(self, events: list[dict] | None, name: Any, match: Any, zero_width: bool) -> None:
         self._current = name
         self._scan = self.SCANS[name]
         self._quick = self.QUICK[name]
@@ -227,9 +250,10 @@ class CompiledParser:
         self._parts = []
         self._opened = True
         self._zero_width_open_at = self._pos if zero_width else -1
-        events.append({"type": "region_open", "field": name})
+        if events is not None:
+            events.append({"type": "region_open", "field": name})
 
-    def _close(self, events: list[dict]) -> None:
+    def _close(self, events: list[dict] | None) -> None:
         current = self._current
         if current is None or not self._opened:
             self._reset()
@@ -259,14 +283,16 @@ class CompiledParser:
             self._keep_error(events, current, body, error)
             self._reset()
             return
-        events.append({"type": "region_close", "field": current, "value": value})
+        if events is not None:
+            events.append({"type": "region_close", "field": current, "value": value})
         self._reset()
 
-    def _keep_error(self, events: list[dict], field: Any, text: str, error: BaseException) -> None:
+    def _keep_error(self, events: list[dict] | None, field: Any, text: str, error: BaseException) -> None:
         """errors="keep": report a region that failed to parse, with its raw text, and carry on."""
         report = {"field": field, "text": text, "error": str(error), "exception": type(error).__name__}
         self.errors.append(report)
-        events.append({"type": "region_error", **report})
+        if events is not None:
+            events.append({"type": "region_error", **report})
 
     def _coerce_tool_calls(self, value: Any) -> Any:
         """Tool-argument coercion as upstream tests call it: returns `value`, cast in place."""

@@ -207,9 +207,4 @@ def parse_response(
 
     With errors="keep", regions that fail to parse are listed under "parse_errors" instead of raising.
     """
-    parser = ResponseParser(prefix, tools=tools, errors=errors)
-    parser.feed(text)
-    message = parser.finalize()[0]
-    if parser.errors:
-        message["parse_errors"] = parser.errors
-    return message
+    return ResponseParser.parse_whole(text, prefix, tools, errors)

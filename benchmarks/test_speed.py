@@ -14,9 +14,9 @@ import json
 import os
 
 import pytest
-from workloads import SHAPES, SIZES, chunks_of, response, template
 from transformers.utils.chat_parsing import ResponseParser as OracleParser
 from transformers.utils.chat_parsing import parse_response as oracle_parse
+from workloads import SHAPES, SIZES, chunks_of, response, template
 
 import respc
 

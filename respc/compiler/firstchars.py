@@ -110,3 +110,35 @@ def may_match_empty(pattern: str) -> bool:
                 if match is not None and match.start() == match.end():
                     return True
         return False
+
+
+# Leading runs that many delimiters start with (the Qwen fallbacks' `\s*<tool_call>`), as
+# (pattern prefix, class of one run character).
+_LEADS = ((r"\s*", r"\s"), (r"\n*", r"\n"), (r"[ \t]*", r"[ \t]"), (" *", " "))
+
+
+def split_lead(pattern: str) -> tuple[str, str] | None:
+    """`(run class, rest)` when `pattern` is a run of one character class followed by `rest`.
+
+    A match of such a pattern is a maximal run of the class ending where `rest` matches, so the
+    parser can search for `rest` (which the `regex` module finds by its literal start) and walk
+    back over the run, instead of trying the run at every position. That only holds when `rest`
+    cannot start with a run character, which is checked on its literal first characters.
+    """
+    for prefix, run_class in _LEADS:
+        if not pattern.startswith(prefix) or len(pattern) == len(prefix):
+            continue
+        rest = pattern[len(prefix) :]
+        if rest[0] in "*+?{" or _NOT_PLAIN.search(rest):
+            return None
+        first = first_chars(rest)
+        # Only single characters (possibly escaped; `\\d`-style categories are not) can be checked here.
+        if not first or not all(
+            len(item) == 1 or (len(item) == 2 and not item[1].isalnum()) for item in first
+        ):
+            return None
+        run = regex.compile(run_class)
+        if any(run.fullmatch(item[-1]) for item in first):
+            return None
+        return run_class, rest
+    return None

@@ -15,7 +15,7 @@ from typing import Any
 
 import regex
 
-from respc.compiler.firstchars import first_chars, may_match_empty
+from respc.compiler.firstchars import first_chars, may_match_empty, split_lead
 from respc.compiler.spec import Anchor, Field, Spec, TemplateError
 from respc.runtime.content import DIRTY_PARSERS
 
@@ -46,12 +46,19 @@ class Delimiter:
     const: str  # module constant holding the literal(s) or the compiled regex
     literals: tuple[str, ...]  # longest first
     may_be_empty: bool
+    lead: str | None = None  # class of a leading run the scan walks back over (regex `\s*<x>`)
+    rest: str | None = None  # the pattern after that run, which the scan searches for
 
     @property
     def method(self) -> str:
         if self.anchor.literals is None:
-            return "pattern"
+            return "pattern" if self.lead is None else "lead"
         return "literal" if len(self.literals) == 1 else "literals"
+
+    @property
+    def run_const(self) -> str:
+        """Module constant holding the lead-run character class (lead-run delimiters only)."""
+        return self.const.removesuffix("_RE") + "_RUN_RE"
 
     @property
     def text(self) -> str:
@@ -67,7 +74,8 @@ class State:
     function: str
     explicit: bool
     watches: tuple[Delimiter, ...]  # in the oracle's tie-break order: opens by field name, then the close
-    quick: str | None  # regex character class of the watched delimiters' first characters
+    quick: str | None  # class of the characters a watched delimiter's match must start (or resume) with
+    tails: tuple[str, ...] = ()  # patterns finding the trailing runs that lead-run delimiters hold back
 
     @property
     def comment(self) -> str:
@@ -178,7 +186,11 @@ def _identifiers(names: list[Any]) -> list[str]:
 def _delimiter(field: Field, ident: str, kind: str, anchor: Anchor) -> Delimiter:
     const = f"{ident.upper()}_{kind.upper()}"
     if anchor.literals is None:
-        return Delimiter(field.name, kind, anchor, const + "_RE", (), may_match_empty(anchor.pattern))
+        split = split_lead(anchor.pattern)
+        lead, rest = split if split else (None, None)
+        return Delimiter(
+            field.name, kind, anchor, const + "_RE", (), may_match_empty(anchor.pattern), lead, rest
+        )
     return Delimiter(
         field.name, kind, anchor, const, tuple(sorted(anchor.literals, key=len, reverse=True)), False
     )
@@ -193,11 +205,16 @@ def _quick(watches: tuple[Delimiter, ...]) -> str | None:
         if d.anchor.literals is not None:
             items |= {regex.escape(literal[0]) for literal in d.literals}
         else:
-            first = first_chars(d.anchor.pattern)
+            first = first_chars(d.rest or d.anchor.pattern)
             if first is None:
                 return None
             items |= first
     return "[" + "".join(sorted(items)) + "]"
+
+
+def _tails(watches: tuple[Delimiter, ...]) -> tuple[str, ...]:
+    """One trailing-run pattern per distinct lead class, in a fixed order."""
+    return tuple(sorted({f"(?:{d.lead})*\\Z" for d in watches if d.lead is not None}))
 
 
 def _sort_key(name: Any) -> tuple:
@@ -245,11 +262,22 @@ def plan_parser(spec: Spec, source_name: str = "<template>") -> ParserPlan:
     outside_watches = tuple(opens[name] for name in sorted(opens, key=_sort_key))
     if implicit is not None and implicit in closes:
         outside_watches += (closes[implicit],)
-    states = [State(implicit, "_scan_" + OUTSIDE, False, outside_watches, _quick(outside_watches))]
+    states = [
+        State(
+            implicit,
+            "_scan_" + OUTSIDE,
+            False,
+            outside_watches,
+            _quick(outside_watches),
+            _tails(outside_watches),
+        )
+    ]
     for field, ident in zip(spec.fields, idents):
         if field.open is not None:
             watches = (closes[field.name],) if field.name in closes else ()
-            states.append(State(field.name, "_scan_" + ident, True, watches, _quick(watches)))
+            states.append(
+                State(field.name, "_scan_" + ident, True, watches, _quick(watches), _tails(watches))
+            )
     patterns = [d.anchor.pattern for d in delimiters if d.anchor.literals is None]
     keep = None if any(_LOOKS_BACK.search(p) for p in patterns) else (1 if patterns else 0)
     return ParserPlan(

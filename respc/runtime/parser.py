@@ -43,6 +43,7 @@ class CompiledParser:
     IMPLICIT: ClassVar[Any] = None  # the implicit field's name, or None for the null sink
     SCANS: ClassVar[dict]  # state (field name, or IMPLICIT when outside explicit regions) -> scan method
     QUICK: ClassVar[dict]  # state -> `search` of a class of every watched delimiter's first char, or None
+    TAILS: ClassVar[dict]  # state -> `search`es finding the trailing runs that lead-run delimiters hold
     DIRTY: ClassVar[dict]  # field name -> the `dirty` flag of its chunks
     VALUES: ClassVar[dict]  # field name -> function(body, captures) giving the region's value
     JOINS: ClassVar[dict]  # field name -> join string, for repeated fields with `join`
@@ -99,6 +100,7 @@ class CompiledParser:
         self._current = current
         self._scan: Scan = self.SCANS[current]
         self._quick = self.QUICK[current]
+        self._tails = self.TAILS[current]
         self._dirty = self.DIRTY.get(current, False)
         self._captures: dict[str, str] = {}
         self._parts: list[str] = []
@@ -117,8 +119,12 @@ class CompiledParser:
             raise RuntimeError("ResponseParser already finalized")
         if text:
             quick = self._quick
-            if quick is not None and self._pos == len(self._buf) and quick(text) is None:
-                return self._feed_plain(text)
+            if quick is not None and quick(text) is None:
+                if not self._tails:
+                    if self._pos == len(self._buf):
+                        return self._feed_plain(text)
+                elif self._pos == len(self._buf) or quick(self._buf, self._pos) is None:
+                    return self._feed_runs(text)
             self._buf += text
         events: list[dict] = []
         self._process(events, False)
@@ -149,6 +155,21 @@ class CompiledParser:
             return [chunk]
         self._opened = True
         return [{"type": "region_open", "field": current}, chunk]
+
+    def _feed_runs(self, text: str) -> list[dict]:
+        """No watched delimiter can complete in the unconsumed text: only lead-run delimiters
+        (`\\s*<tool_call>`) can be pending, on the trailing run of their class. Route up to that run and
+        hold it, as the oracle's pass does, without scanning for every delimiter."""
+        buf = self._buf + text
+        pos = self._pos
+        hold = min(tail(buf, pos).start() for tail in self._tails)
+        events: list[dict] = []
+        if hold > pos:
+            self._route(events, buf[pos:hold])
+        self._buf = buf
+        self._pos = hold
+        self._trim()
+        return events
 
     def finalize(self) -> tuple[dict, list[dict]]:
         """End the stream: close what is open and return `(message, events)`."""
@@ -243,6 +264,7 @@ class CompiledParser:
         self._current = name
         self._scan = self.SCANS[name]
         self._quick = self.QUICK[name]
+        self._tails = self.TAILS[name]
         self._dirty = self.DIRTY[name]
         self._captures = (
             {} if match is None else {k: v for k, v in match.groupdict().items() if v is not None}

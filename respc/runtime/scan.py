@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["partial_start", "scan_literal", "scan_literals", "scan_pattern"]
+__all__ = ["partial_start", "scan_lead", "scan_literal", "scan_literals", "scan_pattern"]
 
 Found = tuple[int, int, bool, Any]
 
@@ -72,3 +72,25 @@ def scan_pattern(buf: str, pos: int, pattern: Any, eos: bool) -> Found | None:
     end = match.end()
     # A regex ending at the edge may always grow, even one that could not really match more (quirk Q19).
     return match.start(), end, not match.partial and end < len(buf), match
+
+
+def scan_lead(buf: str, pos: int, rest: Any, run: Any, eos: bool) -> Found | None:
+    """A regex `R*X` (a run of one character class, then `X`, which cannot start with one): search `X`
+    and walk back over the run before it. The leftmost (partial) match of the whole pattern starts
+    exactly there, so this agrees with the oracle's search without trying the run at every position.
+    """
+    if eos:
+        match = rest.search(buf, pos)
+        if match is None:
+            return None
+    else:
+        match = rest.search(buf, pos, partial=True)
+        if match is None:
+            return None
+    start = match.start()
+    while start > pos and run.match(buf, start - 1) is not None:
+        start -= 1
+    end = match.end()
+    if eos:
+        return start, end, True, match
+    return start, end, not match.partial and end < len(buf), match

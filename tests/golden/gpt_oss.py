@@ -51,10 +51,10 @@ START_ANCHOR_LITERALS = ("<|start|>assistant",)
 START_ANCHOR_RE = regex.compile(
     "|".join(regex.escape(anchor) for anchor in START_ANCHOR_LITERALS), regex.DOTALL
 )
-_SCAN_OUTSIDE_STARTS = regex.compile("[<]")
-_SCAN_THINKING_STARTS = regex.compile("[<]")
-_SCAN_CONTENT_STARTS = regex.compile("[<]")
-_SCAN_TOOL_CALLS_STARTS = regex.compile("[<]")
+_SCAN_OUTSIDE_STARTS = regex.compile(r"[<]")
+_SCAN_THINKING_STARTS = regex.compile(r"[<]")
+_SCAN_CONTENT_STARTS = regex.compile(r"[<]")
+_SCAN_TOOL_CALLS_STARTS = regex.compile(r"[<]")
 
 # Content parser arguments and transforms, as written in the template.
 THINKING_ARGS = {}
@@ -176,6 +176,12 @@ class ResponseParser(CompiledParser):
         "thinking": _SCAN_THINKING_STARTS.search,
         "content": _SCAN_CONTENT_STARTS.search,
         "tool_calls": _SCAN_TOOL_CALLS_STARTS.search,
+    }
+    TAILS: ClassVar[dict] = {
+        None: (),
+        "thinking": (),
+        "content": (),
+        "tool_calls": (),
     }
     DIRTY: ClassVar[dict] = {
         "thinking": False,

@@ -17,7 +17,7 @@ import regex
 
 from respc.runtime.content import parse_text, parse_xml_inline
 from respc.runtime.parser import CompiledParser
-from respc.runtime.scan import scan_literal, scan_pattern
+from respc.runtime.scan import scan_lead, scan_literal, scan_pattern
 from respc.runtime.transform import transform_value
 
 __all__ = ["TEMPLATE", "ResponseParser", "parse_response"]
@@ -44,16 +44,23 @@ TEMPLATE = {
 # Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL.
 REASONING_CONTENT_OPEN = "<think>"
 REASONING_CONTENT_CLOSE = "</think>"
-TOOL_CALLS_OPEN_RE = regex.compile(r"\s*<tool_call>\s*<function=(?P<name>[^>\n]+)>", regex.DOTALL)
+# /\s*<tool_call>\s*<function=(?P<name>[^>\n]+)>/ is searched as what follows its leading run of \s; the scan
+# walks back over the run.
+TOOL_CALLS_OPEN_RE = regex.compile(r"<tool_call>\s*<function=(?P<name>[^>\n]+)>", regex.DOTALL)
+TOOL_CALLS_OPEN_RUN_RE = regex.compile(r"\s")
 TOOL_CALLS_CLOSE_RE = regex.compile(r"</function>\s*</tool_call>", regex.DOTALL)
-CONTENT_CLOSE_RE = regex.compile(r"\s*(?:<\|im_end\|>|<\|endoftext\|>)", regex.DOTALL)
+# /\s*(?:<\|im_end\|>|<\|endoftext\|>)/ is searched as what follows its leading run of \s; the scan
+# walks back over the run.
+CONTENT_CLOSE_RE = regex.compile(r"(?:<\|im_end\|>|<\|endoftext\|>)", regex.DOTALL)
+CONTENT_CLOSE_RUN_RE = regex.compile(r"\s")
 START_ANCHOR_LITERALS = ("<|im_start|>assistant\n",)
 START_ANCHOR_RE = regex.compile(
     "|".join(regex.escape(anchor) for anchor in START_ANCHOR_LITERALS), regex.DOTALL
 )
-_SCAN_OUTSIDE_STARTS = regex.compile("[<\\s]")
-_SCAN_REASONING_CONTENT_STARTS = regex.compile("[<]")
-_SCAN_TOOL_CALLS_STARTS = regex.compile("[<]")
+_SCAN_OUTSIDE_STARTS = regex.compile(r"[<]")
+_SCAN_OUTSIDE_TAILS = (regex.compile(r"(?:\s)*\Z").search,)
+_SCAN_REASONING_CONTENT_STARTS = regex.compile(r"[<]")
+_SCAN_TOOL_CALLS_STARTS = regex.compile(r"[<]")
 
 # Content parser arguments and transforms, as written in the template.
 REASONING_CONTENT_ARGS = {}
@@ -81,7 +88,7 @@ def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
         else:
             best = (start, end, True, "reasoning_content", match)
     # open of 'tool_calls'
-    found = scan_pattern(buf, pos, TOOL_CALLS_OPEN_RE, eos)
+    found = scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, TOOL_CALLS_OPEN_RUN_RE, eos)
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -90,7 +97,7 @@ def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
         elif best is None or start < best[0] or (start == best[0] and end > best[1]):
             best = (start, end, True, "tool_calls", match)
     # close of 'content'
-    found = scan_pattern(buf, pos, CONTENT_CLOSE_RE, eos)
+    found = scan_lead(buf, pos, CONTENT_CLOSE_RE, CONTENT_CLOSE_RUN_RE, eos)
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -160,6 +167,11 @@ class ResponseParser(CompiledParser):
         "content": _SCAN_OUTSIDE_STARTS.search,
         "reasoning_content": _SCAN_REASONING_CONTENT_STARTS.search,
         "tool_calls": _SCAN_TOOL_CALLS_STARTS.search,
+    }
+    TAILS: ClassVar[dict] = {
+        "content": _SCAN_OUTSIDE_TAILS,
+        "reasoning_content": (),
+        "tool_calls": (),
     }
     DIRTY: ClassVar[dict] = {
         "reasoning_content": False,

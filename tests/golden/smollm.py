@@ -47,9 +47,9 @@ START_ANCHOR_LITERALS = ("<|im_start|>assistant\n",)
 START_ANCHOR_RE = regex.compile(
     "|".join(regex.escape(anchor) for anchor in START_ANCHOR_LITERALS), regex.DOTALL
 )
-_SCAN_OUTSIDE_STARTS = regex.compile("[<]")
-_SCAN_THINKING_STARTS = regex.compile("[<]")
-_SCAN_TOOL_CALLS_STARTS = regex.compile("[<]")
+_SCAN_OUTSIDE_STARTS = regex.compile(r"[<]")
+_SCAN_THINKING_STARTS = regex.compile(r"[<]")
+_SCAN_TOOL_CALLS_STARTS = regex.compile(r"[<]")
 
 # Content parser arguments and transforms, as written in the template.
 THINKING_ARGS = {}
@@ -155,6 +155,11 @@ class ResponseParser(CompiledParser):
         "content": _SCAN_OUTSIDE_STARTS.search,
         "thinking": _SCAN_THINKING_STARTS.search,
         "tool_calls": _SCAN_TOOL_CALLS_STARTS.search,
+    }
+    TAILS: ClassVar[dict] = {
+        "content": (),
+        "thinking": (),
+        "tool_calls": (),
     }
     DIRTY: ClassVar[dict] = {
         "thinking": False,

@@ -1,0 +1,410 @@
+"""Token ids in, parsed messages out, without torch or transformers.
+
+`tokenizer.parse_response` and `tokenizer.get_response_parser` in transformers 5.23.0 accept token ids,
+batches and arrays, and decode them keeping special tokens (many delimiters are special tokens). This
+module gives compiled parsers the same entry points on top of a `tokenizers.Tokenizer` (the optional
+`tokenizers` package, imported only when a `tokenizer.json` is read) or of any object with a
+transformers-style `decode(ids, skip_special_tokens=...)`. numpy and torch are never imported: arrays
+are recognised only when their library is already loaded, since only then can the caller hold one.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+import os
+import sys
+from collections import UserDict
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "IdStream",
+    "TokenDecoder",
+    "TokenStreamParser",
+    "load_tokenizer",
+    "parse_with_tokenizer",
+    "response_parser_with_tokenizer",
+    "stream_prefix",
+]
+
+# transformers 5.23.0, tokenization_utils_base.py: the messages of `parse_response` and
+# `get_response_parser`, copied verbatim because callers match on them.
+PARSE_PREFIX_REQUIRED = (
+    "`parse_response` requires `prefix=` (the prompt that came before generation), because chat "
+    "templates often pre-write part of the assistant message (e.g. an opening `<think>` tag) that the "
+    "parser must see to parse correctly. If you're sure you don't need the prefix, you can pass an "
+    "empty string or list."
+)
+STREAM_PREFIX_NOT_SINGLE = (
+    "`prefix=` must be a single sequence (str, list[int], or 1D tensor) for `get_response_parser`."
+)
+
+# PreTrainedTokenizerBase.clean_up_tokenization, in its order (the replacements can chain).
+_CLEAN_UP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"))
+_CLEAN_UP += ((" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
+
+_INSTALL_HINT = "reading tokenizer.json needs the `tokenizers` package: pip install 'respc[tokenizers]'"
+
+
+def _loaded_types() -> tuple[tuple[type, ...], tuple[type, ...]]:
+    """(numpy scalar types, array and tensor types) that transformers' `to_py_obj` converts, from the
+    libraries already loaded: a caller cannot hold an array of a library that was never imported."""
+    numbers: tuple[type, ...] = ()
+    arrays: tuple[type, ...] = ()
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numbers, arrays = (numpy.number,), (numpy.ndarray, numpy.number)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        arrays += (torch.Tensor,)
+    mlx = sys.modules.get("mlx.core")
+    if mlx is not None:
+        arrays += (mlx.array,)
+    return numbers, arrays
+
+
+def _to_python(obj: Any) -> Any:
+    """transformers' `to_py_obj`: arrays and tensors become (nested) lists, numbers stay as they are."""
+    return _convert(obj, *_loaded_types())
+
+
+def _convert(obj: Any, numbers: tuple[type, ...], arrays: tuple[type, ...]) -> Any:
+    if isinstance(obj, (int, float)):
+        return obj
+    if isinstance(obj, (dict, UserDict)):
+        return {key: _convert(value, numbers, arrays) for key, value in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        if all(isinstance(item, (int, float, *numbers)) for item in obj):
+            return list(obj)
+        return [_convert(item, numbers, arrays) for item in obj]
+    if arrays and isinstance(obj, arrays):
+        return obj.tolist()
+    return obj
+
+
+class TokenDecoder:
+    """Turns token ids into text exactly as transformers' `tokenizer.decode(ids)` does (special tokens kept)."""
+
+    def decode_one(self, ids: list[int]) -> str:
+        """The text of one sequence of ids."""
+        raise NotImplementedError
+
+    def stream(self) -> IdStream:
+        """A fresh incremental decoder for one generated sequence."""
+        return _PrefixDiffStream(self.decode_one)
+
+    def decode(self, token_ids: Any) -> str | list[str]:
+        """`decode(token_ids)` with transformers' defaults: a str for one sequence, a list for a batch."""
+        token_ids = _to_python(token_ids)
+        if isinstance(token_ids, (list, tuple)) and token_ids and isinstance(token_ids[0], (list, tuple)):
+            return [self._decode_item(ids) for ids in token_ids]
+        return self._decode_item(token_ids)
+
+    def _decode_item(self, ids: Any) -> str:
+        if isinstance(ids, int):
+            ids = [ids]
+        if isinstance(ids, dict):
+            ids = ids["input_ids"]
+        return self.decode_one(ids)
+
+
+class _TokenizersDecoder(TokenDecoder):
+    """A `tokenizers.Tokenizer`, with the clean-up rule of transformers' fast tokenizers."""
+
+    def __init__(self, tokenizer: Any, *, clean_up: bool = False, clean_up_bpe: bool = False) -> None:
+        self.tokenizer = tokenizer
+        # transformers ignores clean_up_tokenization_spaces for BPE models unless forced.
+        bpe = type(tokenizer.model).__name__ == "BPE"
+        self.clean_up = clean_up and (clean_up_bpe or not bpe)
+
+    def decode_one(self, ids: list[int]) -> str:
+        text = self.tokenizer.decode(ids, skip_special_tokens=False)
+        if self.clean_up:
+            for old, new in _CLEAN_UP:
+                text = text.replace(old, new)
+        return text
+
+    def stream(self) -> IdStream:
+        if self.clean_up:
+            # The clean-up rewrites text across token boundaries, so a prefix of the ids does not
+            # decode to a prefix of the text; no incremental decoder can match `decode` then.
+            raise ValueError(
+                "streaming from token ids is not supported for a tokenizer with "
+                "clean_up_tokenization_spaces=True; decode the ids and feed the text"
+            )
+        return _DecodeStream(self.tokenizer, self.decode_one)
+
+
+class _MethodDecoder(TokenDecoder):
+    """Any object with a transformers-style `decode(ids, skip_special_tokens=...)`."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+
+    def decode_one(self, ids: list[int]) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=False)
+
+
+def _tokenizers_module() -> Any:
+    try:
+        import tokenizers
+    except ImportError as error:
+        raise ImportError(_INSTALL_HINT) from error
+    return tokenizers
+
+
+def load_tokenizer(source: Any) -> TokenDecoder:
+    """A decoder for a `tokenizer.json` path, a model directory, a `tokenizers.Tokenizer` or a `decode` object.
+
+    A model directory's `tokenizer_config.json` supplies `clean_up_tokenization_spaces`, as transformers
+    reads it there.
+    """
+    if isinstance(source, TokenDecoder):
+        return source
+    if isinstance(source, (str, os.PathLike)):
+        return _load_path(Path(source))
+    tokenizers = sys.modules.get("tokenizers")
+    if tokenizers is not None and isinstance(source, tokenizers.Tokenizer):
+        return _TokenizersDecoder(source)
+    if callable(getattr(source, "decode", None)):
+        return _MethodDecoder(source)
+    raise TypeError(
+        f"tokenizer must be a tokenizer.json path, a model directory, a tokenizers.Tokenizer or an object "
+        f"with decode(ids, skip_special_tokens=...), not {type(source).__name__}"
+    )
+
+
+def _load_path(path: Path) -> TokenDecoder:
+    config: dict[str, Any] = {}
+    if path.is_dir():
+        config_path = path / "tokenizer_config.json"
+        if config_path.is_file():
+            config = json.loads(config_path.read_text(encoding="utf-8"))
+        path = path / "tokenizer.json"
+        if not path.is_file():
+            raise FileNotFoundError(f"{path.parent}: no tokenizer.json (respc reads fast tokenizers only)")
+    elif not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    tokenizer = _tokenizers_module().Tokenizer.from_file(str(path))
+    return _TokenizersDecoder(
+        tokenizer,
+        clean_up=bool(config.get("clean_up_tokenization_spaces", False)),
+        clean_up_bpe=bool(
+            config.get("clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output", False)
+        ),
+    )
+
+
+def _as_decoder(tokenizer: Any) -> TokenDecoder:
+    if isinstance(tokenizer, (str, os.PathLike)):
+        # Reading tokenizer.json takes far longer than parsing; doing it on every call would be a trap.
+        raise TypeError("tokenizer= takes a loaded tokenizer; load a path once with load_tokenizer(path)")
+    return load_tokenizer(tokenizer)
+
+
+def parse_with_tokenizer(
+    parse: Callable[..., dict],
+    response: Any,
+    *,
+    prefix: Any = None,
+    tools: list | None = None,
+    tokenizer: Any,
+) -> dict | list[dict]:
+    """transformers' `tokenizer.parse_response(response, prefix=..., tools=...)` with `parse` as the template.
+
+    Same classification of `response` and `prefix` (text, ids, batches, arrays), broadcasting, results and
+    errors; `parse(text, prefix=..., tools=...)` is a compiled module's `parse_response`.
+    """
+    if prefix is None:
+        raise ValueError(PARSE_PREFIX_REQUIRED)
+    decoder = _as_decoder(tokenizer)
+    if isinstance(response, str):
+        responses, batched = [response], False
+    elif isinstance(response, (list, tuple)) and (not response or isinstance(response[0], str)):
+        responses, batched = list(response), True
+    else:
+        decoded = decoder.decode(response)
+        responses, batched = ([decoded], False) if isinstance(decoded, str) else (decoded, True)
+
+    if isinstance(prefix, str):
+        prefixes, per_item = [prefix], False
+    elif isinstance(prefix, (list, tuple)) and not prefix:
+        prefixes, per_item = [""], False  # the explicit opt-out, broadcast
+    elif isinstance(prefix, (list, tuple)) and isinstance(prefix[0], str):
+        prefixes, per_item = list(prefix), True
+    else:
+        decoded = decoder.decode(prefix)
+        prefixes, per_item = ([decoded], False) if isinstance(decoded, str) else (decoded, True)
+    if not per_item:
+        prefixes = prefixes * len(responses)
+    elif len(prefixes) != len(responses):
+        raise ValueError(
+            f"Got {len(responses)} response(s) but {len(prefixes)} prefix(es); `prefix` must be "
+            "a single sequence (broadcast to every response), or one prefix per response."
+        )
+
+    parsed = [parse(text, prefix=item_prefix, tools=tools) for text, item_prefix in zip(responses, prefixes)]
+    return parsed if batched else parsed[0]
+
+
+def stream_prefix(prefix: Any, tokenizer: Any) -> str | None:
+    """`get_response_parser`'s prefix: a str or None as given, anything else decoded to one sequence."""
+    if prefix is None or isinstance(prefix, str):
+        return prefix
+    decoded = _as_decoder(tokenizer).decode(prefix)
+    if not isinstance(decoded, str):
+        raise ValueError(STREAM_PREFIX_NOT_SINGLE)
+    return decoded
+
+
+def _ids(ids: Any) -> list[int]:
+    """One sequence of ids for `feed_ids`: an int, a list of ints, or a 1-D array or tensor."""
+    ids = _to_python(ids)
+    if isinstance(ids, int):
+        return [operator.index(ids)]
+    if not isinstance(ids, list) or any(isinstance(item, (list, tuple)) for item in ids):
+        raise TypeError(f"feed_ids takes one sequence of token ids, not {type(ids).__name__}")
+    return [operator.index(item) for item in ids]
+
+
+class IdStream:
+    """Incremental decoding of one generated sequence: text is released only when it is final.
+
+    A character split across byte-level tokens is held until its last byte arrives, so no chunk ends
+    in a broken character; the chunks join to `decode(all ids)` once `flush` releases the rest.
+    """
+
+    def step(self, ids: Iterable[int]) -> str:
+        """The new text that `ids` complete (often "", while a character is incomplete)."""
+        raise NotImplementedError
+
+    def flush(self) -> str:
+        """Release held ids as `decode` would render them (a truncated character becomes U+FFFD)."""
+        raise NotImplementedError
+
+
+class _DecodeStream(IdStream):
+    """`tokenizers.decoders.DecodeStream`, plus the flush it lacks."""
+
+    def __init__(self, tokenizer: Any, decode_one: Callable[[list[int]], str]) -> None:
+        self._tokenizer = tokenizer
+        self._decode = decode_one
+        self._stream = self._new_stream([])
+        self._last: list[int] = []  # the id of the last released text: context for decoding the held ids
+        self._held: list[int] = []
+
+    @staticmethod
+    def _new_stream(context: list[int]) -> Any:
+        from tokenizers.decoders import DecodeStream
+
+        if not context:
+            return DecodeStream(skip_special_tokens=False)
+        try:
+            return DecodeStream(ids=context, skip_special_tokens=False)
+        except TypeError:  # tokenizers < 0.22 has no `ids=`; lose only the context of a leading space
+            return DecodeStream(skip_special_tokens=False)
+
+    def step(self, ids: Iterable[int]) -> str:
+        parts = []
+        for token in ids:
+            piece = self._stream.step(self._tokenizer, token)
+            if piece is None:
+                self._held.append(token)
+            else:
+                parts.append(piece)
+                self._last, self._held = [token], []
+        return "".join(parts)
+
+    def flush(self) -> str:
+        if not self._held:
+            return ""
+        text = _text_after(self._decode, self._last, self._held)
+        self._stream = self._new_stream(self._last + self._held)
+        self._last, self._held = self._held[-1:], []
+        return text
+
+
+class _PrefixDiffStream(IdStream):
+    """DecodeStream's algorithm over any `decode`: decode a short window, release what lies past its prefix."""
+
+    def __init__(self, decode_one: Callable[[list[int]], str]) -> None:
+        self._decode = decode_one
+        self._window: list[int] = []  # context ids (already released) followed by held ids
+        self._read = 0  # window[:read] is the context
+        self._prefix = ""  # decode(window[:read])
+
+    def step(self, ids: Iterable[int]) -> str:
+        parts = []
+        for token in ids:
+            self._window.append(token)
+            text = self._decode(self._window)
+            if len(text) > len(self._prefix) and not text.endswith("\ufffd"):
+                parts.append(self._release(text))
+        return "".join(parts)
+
+    def flush(self) -> str:
+        if self._read == len(self._window):
+            return ""
+        return self._release(self._decode(self._window))
+
+    def _release(self, text: str) -> str:
+        if not text.startswith(self._prefix):
+            raise ValueError(
+                f"the tokenizer's decode is not prefix-stable ({self._prefix!r} then {text!r}); "
+                "decode the ids and feed the text instead"
+            )
+        # The released ids become the context of the next ones (a decoder may strip a leading space).
+        self._window = self._window[self._read :]
+        self._read = len(self._window)
+        new = text[len(self._prefix) :]
+        self._prefix = self._decode(self._window)
+        return new
+
+
+def _text_after(decode: Callable[[list[int]], str], context: list[int], ids: list[int]) -> str:
+    """The text `ids` add after `context`."""
+    base = decode(context) if context else ""
+    full = decode(context + ids)
+    return full[len(base) :] if full.startswith(base) else decode(ids)
+
+
+class TokenStreamParser:
+    """A compiled `ResponseParser` that also takes token ids, decoded incrementally (`feed_ids`)."""
+
+    def __init__(self, parser: Any, ids: IdStream) -> None:
+        self.parser = parser
+        self._ids = ids
+
+    @property
+    def initial_events(self) -> list[dict]:
+        return self.parser.initial_events
+
+    def feed(self, text: str) -> list[dict]:
+        """Feed text; ids still held (an incomplete character) go first, so the order is kept."""
+        held = self._ids.flush()
+        return self.parser.feed(held + text if held else text)
+
+    def feed_ids(self, ids: Any) -> list[dict]:
+        """Feed token ids (an int, a list, a 1-D array); the events are those of feeding their new text."""
+        return self.parser.feed(self._ids.step(_ids(ids)))
+
+    def finalize(self) -> tuple[dict, list[dict]]:
+        """Feed what the ids still hold, then finalize: the message is that of the whole decoded text."""
+        held = self._ids.flush()
+        events = self.parser.feed(held) if held else []
+        message, final = self.parser.finalize()
+        return message, events + final
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.parser, name)
+
+
+def response_parser_with_tokenizer(
+    parser_class: Callable[..., Any], *, prefix: Any = None, tools: list | None = None, tokenizer: Any
+) -> TokenStreamParser:
+    """transformers' `tokenizer.get_response_parser(prefix=..., tools=...)` for a compiled `ResponseParser`."""
+    decoder = _as_decoder(tokenizer)
+    parser = parser_class(stream_prefix(prefix, decoder), tools=tools)
+    return TokenStreamParser(parser, decoder.stream())

@@ -75,7 +75,7 @@ def test_preset_for_resolves_ids_then_types_then_explains() -> None:
     for repo_id, name in owners.items():
         assert respc.preset_for(repo_id) is respc.load_preset(name)
         assert respc.preset_for(repo_id.upper()) is respc.load_preset(name)
-    with pytest.raises(respc.PresetNotFound, match="closest presets: .*qwen"):
+    with pytest.raises(respc.PresetNotFound, match=r"closest presets: .*qwen"):
         respc.preset_for("qwen-unknown")
 
 

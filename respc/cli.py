@@ -14,6 +14,7 @@ import os
 import sys
 import tempfile
 import traceback
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -224,9 +225,14 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _show_warning(message: Warning | str, category: type, filename: str, lineno: int, *rest: Any) -> None:
+    print(f"respc: warning: {message}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the `respc` command; returns the exit code."""
     args = _parser().parse_args(argv)
+    warnings.showwarning = _show_warning
     try:
         return args.run(args)
     except CliError as error:

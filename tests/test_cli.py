@@ -157,3 +157,12 @@ def test_write_is_atomic_when_the_rename_fails(tmp_path: Path, monkeypatch: pyte
         write_atomic(target, "new")
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["parser.py"]
+
+
+def test_backtracking_warning_is_one_line_and_compiles(tmp_path: Path) -> None:
+    source = tmp_path / "t.json"
+    source.write_text(json.dumps({"start_anchor": "a", "fields": {"x": {"open": "<x>", "close_pattern": "(a+)+$"}}}))
+    done = run("compile", str(source), "-o", str(tmp_path / "p.py"))
+    assert done.returncode == 0
+    assert done.stderr.startswith("respc: warning: ") and done.stderr.count("\n") == 1
+    assert "may backtrack exponentially" in done.stderr

@@ -74,3 +74,17 @@ def test_one_empty_matchable_side_is_accepted_and_exact() -> None:
     }
     for text in ("hello</think>world", "a</think>b</think>", ""):
         assert_same(respc_parse(template, text, ""), oracle_parse(template, text, ""), template, text)
+
+
+def test_backtracking_delimiters_compile_with_a_warning() -> None:
+    from respc.compiler import TemplateWarning
+
+    template = {"start_anchor": "a", "fields": {"x": {"open": "<x>", "close_pattern": "(a+)+$"}}}
+    with pytest.warns(TemplateWarning, match=r"Field 'x': close_pattern /\(a\+\)\+\$/ may backtrack exponentially"):
+        respc.generate_source(template)
+    plain = {"start_anchor": "a", "fields": {"x": {"open": "<x>", "close_pattern": r"\s*</x>(?:ab{2})+"}}}
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        respc.generate_source(plain)

@@ -5,19 +5,21 @@ Needs the `compiler` extra (jinja2, black). Generated modules never import this 
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from respc._version import __version__
 from respc.compiler.format import format_source, verify_source
 from respc.compiler.plan import ParserPlan, plan_parser
 from respc.compiler.render import render_module, template_hash
-from respc.compiler.spec import Spec, TemplateError, TemplateTypeError, load_template
+from respc.compiler.spec import Spec, TemplateError, TemplateTypeError, TemplateWarning, load_template
 
 __all__ = [
     "ParserPlan",
     "Spec",
     "TemplateError",
     "TemplateTypeError",
+    "TemplateWarning",
     "generate_source",
     "load_template",
     "plan_parser",
@@ -36,6 +38,8 @@ def generate_source(template: Any, *, name: str | None = None, regenerate: str |
     source_name = name or "<template>"
     spec = load_template(template)
     plan = plan_parser(spec, source_name)
+    for message in plan.warnings:
+        warnings.warn(f"{source_name}: {message}", TemplateWarning, stacklevel=2)
     try:
         raw = render_module(
             plan, version=__version__, regenerate=regenerate or f"respc compile {source_name}"

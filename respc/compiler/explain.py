@@ -41,5 +41,7 @@ def explain(plan: ParserPlan) -> str:
     context = (
         "all consumed text (a pattern looks behind)" if plan.keep is None else f"{plan.keep} character(s)"
     )
-    lines += ["", f"Context kept before the scan position: {context}", ""]
+    lines += ["", f"Context kept before the scan position: {context}"]
+    lines += [f"Warning: {warning}" for warning in plan.warnings]
+    lines.append("")
     return "\n".join(lines)

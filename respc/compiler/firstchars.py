@@ -142,3 +142,38 @@ def split_lead(pattern: str) -> tuple[str, str] | None:
             return None
         return run_class, rest
     return None
+
+
+def backtracking_risk(pattern: str) -> str | None:
+    """Why `pattern` may backtrack exponentially (a repeat inside a repeat), or None.
+
+    Heuristic and conservative in what it names: nested unbounded repeats such as `(a+)+` or
+    `(?:\\s*x?)*`, the classic catastrophic shapes. Patterns Python's parser cannot read are skipped.
+    """
+    try:
+        tree = sre_parse.parse(pattern, re.DOTALL)
+    except Exception:  # regex-module-only syntax: nothing to say
+        return None
+
+    def walk(items: Any, inside_repeat: bool) -> str | None:
+        for op, av in items:
+            op = str(op)
+            if op in ("MAX_REPEAT", "MIN_REPEAT"):
+                if inside_repeat and av[1] == sre_parse.MAXREPEAT:
+                    return "a repeated group contains another unbounded repeat"
+                found = walk(av[2], inside_repeat or av[1] > 1)
+            elif op == "SUBPATTERN":
+                found = walk(av[3], inside_repeat)
+            elif op == "BRANCH":
+                found = next((r for r in (walk(b, inside_repeat) for b in av[1]) if r), None)
+            elif op in ("ASSERT", "ASSERT_NOT"):
+                found = walk(av[1], inside_repeat)
+            elif op == "ATOMIC_GROUP":
+                found = None  # atomic groups do not backtrack into themselves
+            else:
+                found = None
+            if found:
+                return found
+        return None
+
+    return walk(tree, False)

@@ -15,7 +15,7 @@ from typing import Any
 
 import regex
 
-from respc.compiler.firstchars import first_chars, may_match_empty, split_lead
+from respc.compiler.firstchars import backtracking_risk, first_chars, may_match_empty, split_lead
 from respc.compiler.spec import Anchor, Field, Spec, TemplateError
 from respc.runtime.content import DIRTY_PARSERS
 
@@ -120,6 +120,7 @@ class ParserPlan:
     required: tuple[Any, ...]
     start_anchor: Anchor
     keep: int | None
+    warnings: tuple[str, ...] = ()  # template problems worth a look that do not stop compilation
 
     @property
     def start_anchor_literals(self) -> tuple[str, ...]:
@@ -280,7 +281,13 @@ def plan_parser(spec: Spec, source_name: str = "<template>") -> ParserPlan:
             )
     patterns = [d.anchor.pattern for d in delimiters if d.anchor.literals is None]
     keep = None if any(_LOOKS_BACK.search(p) for p in patterns) else (1 if patterns else 0)
+    warnings = tuple(
+        f"Field '{d.field}': {d.anchor.key} {d.text} may backtrack exponentially ({risk})"
+        for d in delimiters
+        if d.anchor.literals is None and (risk := backtracking_risk(d.anchor.pattern))
+    )
     return ParserPlan(
+        warnings=warnings,
         template=spec.template,
         source_name=source_name,
         fields=tuple(field_plans),

@@ -15,7 +15,15 @@ import regex
 from respc.runtime.content import CONTENT_PARSERS
 from respc.runtime.transform import find_mixed_placeholder
 
-__all__ = ["Anchor", "Field", "Spec", "TemplateError", "TemplateTypeError", "load_template"]
+__all__ = [
+    "Anchor",
+    "Field",
+    "Spec",
+    "TemplateError",
+    "TemplateTypeError",
+    "TemplateWarning",
+    "load_template",
+]
 
 TOP_LEVEL_KEYS = frozenset({"version", "defaults", "fields", "start_anchor", "start_anchor_pattern"})
 FIELD_KEYS = frozenset(
@@ -37,6 +45,10 @@ FIELD_KEYS = frozenset(
 
 class TemplateError(ValueError):
     """An invalid response template; the message names the field and key at fault."""
+
+
+class TemplateWarning(UserWarning):
+    """A template that compiles but deserves a look (a delimiter that may backtrack exponentially)."""
 
 
 class TemplateTypeError(TemplateError, TypeError):

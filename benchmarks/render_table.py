@@ -45,7 +45,9 @@ def render(run: dict) -> str:
         "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     order = list(WORKLOADS)
-    for (workload, shape, size), cells in sorted(rows.items(), key=lambda kv: (order.index(kv[0][0]), kv[0][1], kv[0][2])):
+    for (workload, shape, size), cells in sorted(
+        rows.items(), key=lambda kv: (order.index(kv[0][0]), kv[0][1], kv[0][2])
+    ):
         per, scale = (cells["chunks"], 1e6) if workload.startswith("stream") else (1, 1e3)
         ours, theirs, floor = cells.get("respc"), cells.get("transformers"), cells.get("floor")
         speedup = f"{theirs / ours:.1f}x" if ours and theirs else "—"

@@ -116,7 +116,9 @@ def test_stream_tokens(benchmark, shape: str, impl: str, token_chunks) -> None:
     tpl = template(shape)
     chunks = token_chunks(response(shape, 10_000))
     benchmark.group = f"stream-token {shape} 10000"
-    benchmark.extra_info.update(shape=shape, impl=impl, size=10_000, chunks=len(chunks), workload="stream-token")
+    benchmark.extra_info.update(
+        shape=shape, impl=impl, size=10_000, chunks=len(chunks), workload="stream-token"
+    )
     if impl == "respc":
         module = respc.compile_template(tpl)
         benchmark(_stream, lambda: module.ResponseParser(""), chunks)

@@ -11,7 +11,9 @@ WORDS = (
     "the user asks about weather in Paris so I should call the tool and then summarise the forecast "
     "carefully with temperatures wind and rain probability for each day of the week"
 ).split()
-QWEN_CALL = "\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>"
+QWEN_CALL = (
+    "\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>"
+)
 # name -> (template file, builder(reasoning, answer) -> response text)
 SHAPES = {
     "smollm": (

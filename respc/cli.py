@@ -150,7 +150,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 
 def _cmd_regen(args: argparse.Namespace) -> int:
     from respc.compiler import TemplateError
-    from respc.compiler.regen import PACKAGE, regen
+    from respc.compiler.regen import PACKAGE, regen, update_readme
 
     progress = None
     if sys.stderr.isatty():
@@ -160,20 +160,19 @@ def _cmd_regen(args: argparse.Namespace) -> int:
 
     try:
         drift = regen(check=args.check, progress=progress)
+        readme_stale = update_readme(Path(args.readme), check=args.check) if args.readme else False
     except TemplateError as error:
         raise CliError(f"respc/presets/{error}".splitlines()[0]) from error
     if progress:
         print("\r" + " " * 60 + "\r", end="", file=sys.stderr)
+    done = {"stale": "rewritten", "missing": "written", "orphaned": "removed"}
     for item in drift:
-        verb = {"stale": "stale", "missing": "missing", "orphaned": "orphaned"}[item.kind]
-        action = (
-            ""
-            if args.check
-            else {"stale": " (rewritten)", "missing": " (written)", "orphaned": " (removed)"}[item.kind]
-        )
-        print(f"respc: {item.path.relative_to(PACKAGE.parent)}: {verb}{action}", file=sys.stderr)
+        state = item.kind if args.check else f"{item.kind} ({done[item.kind]})"
+        print(f"respc: {item.path.relative_to(PACKAGE.parent)}: {state}", file=sys.stderr)
+    if readme_stale:
+        print(f"respc: {args.readme}: preset table {'stale' if args.check else 'rewritten'}", file=sys.stderr)
     if args.check:
-        return 1 if drift else 0
+        return 1 if drift or readme_stale else 0
     print(f"respc: generated/ is up to date ({len(drift)} file(s) changed)", file=sys.stderr)
     return 0
 
@@ -219,6 +218,7 @@ def _parser() -> argparse.ArgumentParser:
     explain_.set_defaults(run=_cmd_explain)
     regen_ = commands.add_parser("regen", help="rebuild respc/generated/ from respc/presets/")
     regen_.add_argument("--check", action="store_true", help="write nothing; exit 1 if anything is stale")
+    regen_.add_argument("--readme", metavar="README", help="also refresh the preset table in this README")
     regen_.set_defaults(run=_cmd_regen)
     presets_ = commands.add_parser("presets", help="list the shipped parsers and the models they cover")
     presets_.set_defaults(run=_cmd_presets)

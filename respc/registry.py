@@ -40,16 +40,24 @@ def load_preset(name: str) -> types.ModuleType:
 
 
 def preset_for(model: str) -> types.ModuleType:
-    """The preset for a Hub repository id or a `model_type`: exact id, then id ignoring case, then type."""
+    """The preset for a Hub repository id or a `model_type`: exact id, then id ignoring case, then type.
+
+    A model type that several presets list (`glm4_moe` covers GLM-4.5 and GLM-4.7) goes to the preset
+    named after it, else to the first by name: pass the repository id to be exact.
+    """
     registry = _registry()
     for match in (lambda ids, m: m in ids, lambda ids, m: m.lower() in {i.lower() for i in ids}):
         for name, info in sorted(registry.items()):
             if match(info["repo_ids"], model):
                 return load_preset(name)
     model_type = model.lower()
+    if model_type in registry and model_type in registry[model_type]["model_types"]:
+        return load_preset(model_type)  # a model type several presets share goes to the one named after it
     for name, info in sorted(registry.items()):
         if model_type in info["model_types"]:
             return load_preset(name)
+    if model in registry:
+        return load_preset(model)
     raise PresetNotFound(_not_found(f"no preset for {model!r}", model))
 
 

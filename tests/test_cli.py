@@ -161,7 +161,9 @@ def test_write_is_atomic_when_the_rename_fails(tmp_path: Path, monkeypatch: pyte
 
 def test_backtracking_warning_is_one_line_and_compiles(tmp_path: Path) -> None:
     source = tmp_path / "t.json"
-    source.write_text(json.dumps({"start_anchor": "a", "fields": {"x": {"open": "<x>", "close_pattern": "(a+)+$"}}}))
+    source.write_text(
+        json.dumps({"start_anchor": "a", "fields": {"x": {"open": "<x>", "close_pattern": "(a+)+$"}}})
+    )
     done = run("compile", str(source), "-o", str(tmp_path / "p.py"))
     assert done.returncode == 0
     assert done.stderr.startswith("respc: warning: ") and done.stderr.count("\n") == 1

@@ -88,7 +88,7 @@ def test_generated_presets_are_fresh() -> None:
 
 def test_presets_need_no_compiler() -> None:
     code = (
-        "import sys, respc; m = respc.preset_for(sys.argv[1]); m.parse_response('x', prefix='');"
+        "import sys, respc; m = respc.load_preset(sys.argv[1]); m.parse_response('x', prefix='');"
         "print(sorted(k for k in sys.modules if k.split('.')[0] in ('jinja2', 'black', 'transformers', 'torch')"
         " or k.startswith('respc.compiler')))"
     )

@@ -420,3 +420,23 @@ def test_documented_results_are_pinned() -> None:
     assert respc.parse_response("hello <t>x</t> world", q4, prefix="") == {}
     q9 = CASES["Q9 alphabetical field wins"][0]
     assert respc.parse_response("<a>hi</a>", q9, prefix="") == {"alpha": "hi"}
+
+
+@pytest.mark.parametrize(
+    ("close", "text"),
+    [
+        (r"\s*(?:<a>)|B", "\nBy"),
+        (r"\s*(?:<a>)|B", "q\nBy"),
+        (r"\s*<a>|\s*<b>", "x \n<b>y"),
+        (r"</t>(?:\s*</b>)?", "<t>x</t>\n</b>"),
+    ],
+)
+def test_leading_runs_and_optional_tails(close: str, text: str) -> None:
+    """A leading `\\s*` belongs to the first branch of a top-level alternation only; a close ending in an
+    optional group commits early when streaming (an oracle quirk respc reproduces)."""
+    template = t(
+        {"content": {"close_pattern": close}, "t": {"open": "<t>", "close_pattern": r"</t>(?:\s*</b>)?"}}
+    )
+    for chunks in ([text], list(text)):
+        ours = respc_stream(template, "", chunks)
+        assert_same(ours, oracle_stream(template, "", chunks), template, f"{close!r} {chunks!r}")

@@ -80,7 +80,9 @@ def test_backtracking_delimiters_compile_with_a_warning() -> None:
     from respc.compiler import TemplateWarning
 
     template = {"start_anchor": "a", "fields": {"x": {"open": "<x>", "close_pattern": "(a+)+$"}}}
-    with pytest.warns(TemplateWarning, match=r"Field 'x': close_pattern /\(a\+\)\+\$/ may backtrack exponentially"):
+    with pytest.warns(
+        TemplateWarning, match=r"Field 'x': close_pattern /\(a\+\)\+\$/ may backtrack exponentially"
+    ):
         respc.generate_source(template)
     plain = {"start_anchor": "a", "fields": {"x": {"open": "<x>", "close_pattern": r"\s*</x>(?:ab{2})+"}}}
     import warnings

@@ -129,8 +129,14 @@ def split_lead(pattern: str) -> tuple[str, str] | None:
         if not pattern.startswith(prefix) or len(pattern) == len(prefix):
             continue
         rest = pattern[len(prefix) :]
-        if rest[0] in "*+?{" or _NOT_PLAIN.search(rest):
+        if rest[0] in "*+?{" or _NOT_PLAIN.search(pattern):
             return None
+        try:
+            items = sre_parse.parse(pattern, re.DOTALL)
+        except Exception:
+            return None
+        if len(items) < 2 or str(items[0][0]) != "MAX_REPEAT":
+            return None  # a top-level alternation: the run belongs to its first branch only
         first = first_chars(rest)
         # Only single characters (possibly escaped; `\\d`-style categories are not) can be checked here.
         if not first or not all(

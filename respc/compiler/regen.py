@@ -109,3 +109,45 @@ def regen(check: bool, package: Path = PACKAGE, progress: Callable[[str], None] 
             if not check:
                 path.unlink()
     return drift
+
+
+PRESET_TABLE_START, PRESET_TABLE_END = "<!-- preset-table:start -->", "<!-- preset-table:end -->"
+
+
+def preset_table(package: Path = PACKAGE) -> str:
+    """The README's preset table, rendered from `presets/index.json`."""
+    index = _load_json(package / "presets" / "index.json")
+    index.setdefault("_not_expressible", {})
+    lines = [
+        "| preset | families | model types | keep special tokens | prefill in the assistant turn |",
+        "|---|---|---|---|---|",
+    ]
+    for name, info in sorted(index.items()):
+        if name.startswith("_"):
+            continue
+        types = ", ".join(f"`{t}`" for t in info["model_types"]) or "—"
+        cells = [f"`{name}`", _cell(info["families"]), types, "yes" if info["special_tokens"] else "no"]
+        cells.append(_cell(info["prefill"]) if info["prefill"] else "—")
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "Not expressible in the template language (not shipped, not approximated):", ""]
+    lines += [
+        f"- **{family}**: {reason}" for family, reason in sorted(index.get("_not_expressible", {}).items())
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    """Prose for a markdown table cell: no pipes or line breaks, special tokens kept readable."""
+    return text.replace("|", "\\|").replace("\n", "\\n").replace("<", "&lt;")
+
+
+def update_readme(readme: Path, package: Path = PACKAGE, check: bool = False) -> bool:
+    """Replace the preset table between its markers in `readme`; returns whether it changed."""
+    text = readme.read_text(encoding="utf-8")
+    start, end = text.find(PRESET_TABLE_START), text.find(PRESET_TABLE_END)
+    if start < 0 or end < start:
+        raise TemplateError(f"{readme.name}: no {PRESET_TABLE_START} ... {PRESET_TABLE_END} section")
+    fresh = text[: start + len(PRESET_TABLE_START)] + "\n" + preset_table(package) + text[end:]
+    if fresh != text and not check:
+        readme.write_text(fresh, encoding="utf-8")
+    return fresh != text

@@ -8,6 +8,7 @@ the oracle does on texts made of those same strings.
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
@@ -105,3 +106,18 @@ def test_source_names_cannot_break_the_header() -> None:
     assert "\nimport os\n" not in source.split('"""')[0]
     compile(source, "x", "exec")
     assert sys.modules.get("hostile_parser") is None
+
+
+@pytest.mark.parametrize(
+    "name", ["coding=utf-7", "x -*- coding: latin-1 -*-", "vim: set fileencoding=utf-16 :"]
+)
+def test_source_names_cannot_declare_an_encoding(name: str, tmp_path: Path) -> None:
+    """PEP 263: a `coding:` comment on line 1 or 2 changes how Python decodes the whole module."""
+    source = respc.generate_source({"start_anchor": "a", "fields": {"c": {"close": "+AGk-"}}}, name=name)
+    assert not re.search(r"^[ \t\f]*#.*?coding[:=]", "\n".join(source.splitlines()[:2]), re.MULTILINE)
+    path = tmp_path / "named_parser.py"
+    path.write_bytes(source.encode("utf-8"))
+    spec = importlib.util.spec_from_file_location("named_parser", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.TEMPLATE["fields"]["c"]["close"] == "+AGk-"

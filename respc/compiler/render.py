@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import re
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from respc.compiler.plan import ParserPlan
 __all__ = ["render_module", "template_hash"]
 
 _COMMENT_LIMIT = 400
+_CODING = re.compile(r"coding([:=])")
 _LINE = 108
 
 
@@ -38,6 +40,9 @@ def _comment(text: Any, indent: int = 0) -> str:
     text = str(text)
     if not text.isprintable():  # a line break would end the comment: show such text as its repr
         text = repr(text)
+    # On the first two lines, "coding: x" would be a PEP 263 declaration and change how Python decodes
+    # the whole module (a source named "coding=utf-7" could smuggle code): never let template text say it.
+    text = _CODING.sub(r"coding \1", text)
     if len(text) > _COMMENT_LIMIT:
         text = text[: _COMMENT_LIMIT - 3] + "..."
     lines = textwrap.wrap(text, width=_LINE - indent - 2, break_long_words=True, break_on_hyphens=False)

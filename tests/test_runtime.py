@@ -206,3 +206,14 @@ def test_tool_registration_matches_oracle() -> None:
     ]
     parser = oracle_parser.ResponseParser({"start_anchor": "a", "fields": {"c": {}}}, "", tools=entries)
     assert tools.tool_params(entries) == parser._tool_params
+
+
+def test_lead_run_character_lists_match_the_regex_module() -> None:
+    """The parser checks lead-run characters by set membership: each list must be exactly its class."""
+    import regex
+
+    from respc.compiler.firstchars import LEAD_CHARS
+
+    everything = "".join(map(chr, range(0x110000)))
+    for run_class, chars in LEAD_CHARS.items():
+        assert set(regex.findall(run_class, everything)) == set(chars), run_class

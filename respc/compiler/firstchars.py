@@ -114,7 +114,20 @@ def may_match_empty(pattern: str) -> bool:
 
 # Leading runs that many delimiters start with (the Qwen fallbacks' `\s*<tool_call>`), as
 # (pattern prefix, class of one run character).
-_LEADS = ((r"\s*", r"\s"), (r"\n*", r"\n"), (r"[ \t]*", r"[ \t]"), (" *", " "))
+# The characters of each class are listed because the parser checks them with set membership (the
+# `regex` module's call overhead dominates one-character checks); tests/test_runtime.py enumerates
+# Unicode to prove each list equals what the `regex` module's class matches.
+_LEADS = (
+    (
+        r"\s*",
+        r"\s",
+        "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000",
+    ),
+    (r"\n*", r"\n", "\n"),
+    (r"[ \t]*", r"[ \t]", "\t "),
+    (" *", " ", " "),
+)
+LEAD_CHARS = {run_class: chars for _, run_class, chars in _LEADS}
 
 
 def split_lead(pattern: str) -> tuple[str, str] | None:
@@ -125,7 +138,7 @@ def split_lead(pattern: str) -> tuple[str, str] | None:
     back over the run, instead of trying the run at every position. That only holds when `rest`
     cannot start with a run character, which is checked on its literal first characters.
     """
-    for prefix, run_class in _LEADS:
+    for prefix, run_class, _ in _LEADS:
         if not pattern.startswith(prefix) or len(pattern) == len(prefix):
             continue
         rest = pattern[len(prefix) :]

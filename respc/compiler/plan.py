@@ -15,7 +15,7 @@ from typing import Any
 
 import regex
 
-from respc.compiler.firstchars import backtracking_risk, first_chars, may_match_empty, split_lead
+from respc.compiler.firstchars import LEAD_CHARS, backtracking_risk, first_chars, may_match_empty, split_lead
 from respc.compiler.spec import Anchor, Field, Spec, TemplateError
 from respc.runtime.content import DIRTY_PARSERS
 
@@ -57,8 +57,12 @@ class Delimiter:
 
     @property
     def run_const(self) -> str:
-        """Module constant holding the lead-run character class (lead-run delimiters only)."""
-        return self.const.removesuffix("_RE") + "_RUN_RE"
+        """Module constant holding the lead-run characters (lead-run delimiters only)."""
+        return self.const.removesuffix("_RE") + "_RUN"
+
+    @property
+    def run_chars(self) -> str:
+        return LEAD_CHARS[self.lead]
 
     @property
     def text(self) -> str:
@@ -75,7 +79,20 @@ class State:
     explicit: bool
     watches: tuple[Delimiter, ...]  # in the oracle's tie-break order: opens by field name, then the close
     quick: str | None  # class of the characters a watched delimiter's match must start (or resume) with
-    tails: tuple[str, ...] = ()  # patterns finding the trailing runs that lead-run delimiters hold back
+    tails: tuple[str, ...] = ()  # characters of the trailing runs that lead-run delimiters hold back
+
+    @property
+    def first(self) -> str | None:
+        """The one character `quick` matches, when it is a single literal (checked with `in`)."""
+        items = self.quick[1:-1] if self.quick and self.quick.startswith("[") else None
+        if items and (len(items) == 1 or (len(items) == 2 and items[0] == "\\" and not items[1].isalnum())):
+            return items[-1]
+        return None
+
+    @property
+    def quick_engine(self) -> str:
+        """`re` (lower call overhead) for classes of literal characters, `regex` when categories appear."""
+        return "regex" if self.quick is None or re.search(r"\\[a-zA-Z]", self.quick) else "re"
 
     @property
     def comment(self) -> str:
@@ -214,8 +231,8 @@ def _quick(watches: tuple[Delimiter, ...]) -> str | None:
 
 
 def _tails(watches: tuple[Delimiter, ...]) -> tuple[str, ...]:
-    """One trailing-run pattern per distinct lead class, in a fixed order."""
-    return tuple(sorted({f"(?:{d.lead})*\\Z" for d in watches if d.lead is not None}))
+    """The characters of each distinct lead-run class, in a fixed order."""
+    return tuple(sorted({d.run_chars for d in watches if d.lead is not None}))
 
 
 def _sort_key(name: Any) -> tuple:

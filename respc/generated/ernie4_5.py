@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+import re
+
 import regex
 
 from respc.runtime.content import parse_json, parse_text
@@ -48,9 +50,9 @@ START_ANCHOR_LITERALS = ("Assistant:",)
 START_ANCHOR_RE = regex.compile(
     "|".join(regex.escape(anchor) for anchor in START_ANCHOR_LITERALS), regex.DOTALL
 )
-_SCAN_REASONING_CONTENT_STARTS = regex.compile(r"[<]")
-_SCAN_CONTENT_STARTS = regex.compile("[<\\\n]")
-_SCAN_TOOL_CALLS_STARTS = regex.compile(r"[<]")
+_SCAN_REASONING_CONTENT_STARTS = re.compile(r"[<]")
+_SCAN_CONTENT_STARTS = re.compile("[<\\\n]")
+_SCAN_TOOL_CALLS_STARTS = re.compile(r"[<]")
 
 # Content parser arguments and transforms, as written in the template.
 REASONING_CONTENT_ARGS = {}
@@ -171,6 +173,12 @@ class ResponseParser(CompiledParser):
         "reasoning_content": _SCAN_REASONING_CONTENT_STARTS.search,
         "content": _SCAN_CONTENT_STARTS.search,
         "tool_calls": _SCAN_TOOL_CALLS_STARTS.search,
+    }
+    FIRST: ClassVar[dict] = {
+        None: None,
+        "reasoning_content": "<",
+        "content": None,
+        "tool_calls": "<",
     }
     TAILS: ClassVar[dict] = {
         None: (),

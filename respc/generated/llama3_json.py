@@ -54,12 +54,18 @@ TOOL_CALLS_CLOSE_RE = regex.compile(
 # /\s*(?:<\|eot_id\|>|<\|eom_id\|>)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = regex.compile(r"(?:<\|eot_id\|>|<\|eom_id\|>)", regex.DOTALL)
-CONTENT_CLOSE_RUN_RE = regex.compile(r"\s")
+CONTENT_CLOSE_RUN = frozenset(
+    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
 START_ANCHOR_LITERALS = ("<|start_header_id|>assistant<|end_header_id|>\n\n",)
 START_ANCHOR_RE = regex.compile(
     "|".join(regex.escape(anchor) for anchor in START_ANCHOR_LITERALS), regex.DOTALL
 )
-_SCAN_OUTSIDE_TAILS = (regex.compile(r"(?:\s)*\Z").search,)
+_SCAN_OUTSIDE_TAILS = (
+    frozenset(
+        "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+    ),
+)
 
 # Content parser arguments and transforms, as written in the template.
 TOOL_CALLS_ARGS = {}
@@ -90,7 +96,7 @@ def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
         else:
             best = (start, end, True, "tool_calls", match)
     # close of 'content'
-    found = scan_lead(buf, pos, CONTENT_CLOSE_RE, CONTENT_CLOSE_RUN_RE, eos)
+    found = scan_lead(buf, pos, CONTENT_CLOSE_RE, CONTENT_CLOSE_RUN, eos)
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -139,6 +145,10 @@ class ResponseParser(CompiledParser):
         "tool_calls": _scan_tool_calls,
     }
     QUICK: ClassVar[dict] = {
+        "content": None,
+        "tool_calls": None,
+    }
+    FIRST: ClassVar[dict] = {
         "content": None,
         "tool_calls": None,
     }

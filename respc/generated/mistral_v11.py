@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+import re
+
 import regex
 
 from respc.runtime.content import parse_json, parse_text
@@ -54,8 +56,8 @@ START_ANCHOR_LITERALS = ("[/TOOL_RESULTS]", "[/INST]")
 START_ANCHOR_RE = regex.compile(
     "|".join(regex.escape(anchor) for anchor in START_ANCHOR_LITERALS), regex.DOTALL
 )
-_SCAN_OUTSIDE_STARTS = regex.compile(r"[<\[]")
-_SCAN_REASONING_CONTENT_STARTS = regex.compile(r"[<\[]")
+_SCAN_OUTSIDE_STARTS = re.compile(r"[<\[]")
+_SCAN_REASONING_CONTENT_STARTS = re.compile(r"[<\[]")
 
 # Content parser arguments and transforms, as written in the template.
 REASONING_CONTENT_ARGS = {}
@@ -161,6 +163,11 @@ class ResponseParser(CompiledParser):
     QUICK: ClassVar[dict] = {
         "content": _SCAN_OUTSIDE_STARTS.search,
         "reasoning_content": _SCAN_REASONING_CONTENT_STARTS.search,
+        "tool_calls": None,
+    }
+    FIRST: ClassVar[dict] = {
+        "content": None,
+        "reasoning_content": None,
         "tool_calls": None,
     }
     TAILS: ClassVar[dict] = {

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+import re
+
 import regex
 
 from respc.runtime.content import parse_json, parse_text
@@ -43,8 +45,8 @@ START_ANCHOR_LITERALS = ("[/TOOL_RESULTS]", "[/INST]")
 START_ANCHOR_RE = regex.compile(
     "|".join(regex.escape(anchor) for anchor in START_ANCHOR_LITERALS), regex.DOTALL
 )
-_SCAN_OUTSIDE_STARTS = regex.compile(r"[<\[]")
-_SCAN_TOOL_CALLS_STARTS = regex.compile(r"[<]")
+_SCAN_OUTSIDE_STARTS = re.compile(r"[<\[]")
+_SCAN_TOOL_CALLS_STARTS = re.compile(r"[<]")
 
 # Content parser arguments and transforms, as written in the template.
 TOOL_CALLS_ARGS = {}
@@ -120,6 +122,10 @@ class ResponseParser(CompiledParser):
     QUICK: ClassVar[dict] = {
         "content": _SCAN_OUTSIDE_STARTS.search,
         "tool_calls": _SCAN_TOOL_CALLS_STARTS.search,
+    }
+    FIRST: ClassVar[dict] = {
+        "content": None,
+        "tool_calls": "<",
     }
     TAILS: ClassVar[dict] = {
         "content": (),

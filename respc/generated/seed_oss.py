@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+import re
+
 import regex
 
 from respc.runtime.content import parse_text, parse_xml_inline
@@ -45,20 +47,28 @@ REASONING_CONTENT_CLOSE = "</seed:think>"
 # /\s*<seed:tool_call>\s*<function=(?P<name>[^>\n]+)>/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 TOOL_CALLS_OPEN_RE = regex.compile(r"<seed:tool_call>\s*<function=(?P<name>[^>\n]+)>", regex.DOTALL)
-TOOL_CALLS_OPEN_RUN_RE = regex.compile(r"\s")
+TOOL_CALLS_OPEN_RUN = frozenset(
+    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
 TOOL_CALLS_CLOSE = "</seed:tool_call>"
 # /\s*<seed:eos>/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = regex.compile(r"<seed:eos>", regex.DOTALL)
-CONTENT_CLOSE_RUN_RE = regex.compile(r"\s")
+CONTENT_CLOSE_RUN = frozenset(
+    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
 START_ANCHOR_LITERALS = ("<seed:bos>assistant\n",)
 START_ANCHOR_RE = regex.compile(
     "|".join(regex.escape(anchor) for anchor in START_ANCHOR_LITERALS), regex.DOTALL
 )
-_SCAN_OUTSIDE_STARTS = regex.compile(r"[<]")
-_SCAN_OUTSIDE_TAILS = (regex.compile(r"(?:\s)*\Z").search,)
-_SCAN_REASONING_CONTENT_STARTS = regex.compile(r"[<]")
-_SCAN_TOOL_CALLS_STARTS = regex.compile(r"[<]")
+_SCAN_OUTSIDE_STARTS = re.compile(r"[<]")
+_SCAN_OUTSIDE_TAILS = (
+    frozenset(
+        "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+    ),
+)
+_SCAN_REASONING_CONTENT_STARTS = re.compile(r"[<]")
+_SCAN_TOOL_CALLS_STARTS = re.compile(r"[<]")
 
 # Content parser arguments and transforms, as written in the template.
 REASONING_CONTENT_ARGS = {}
@@ -86,7 +96,7 @@ def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
         else:
             best = (start, end, True, "reasoning_content", match)
     # open of 'tool_calls'
-    found = scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, TOOL_CALLS_OPEN_RUN_RE, eos)
+    found = scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, TOOL_CALLS_OPEN_RUN, eos)
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -95,7 +105,7 @@ def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
         elif best is None or start < best[0] or (start == best[0] and end > best[1]):
             best = (start, end, True, "tool_calls", match)
     # close of 'content'
-    found = scan_lead(buf, pos, CONTENT_CLOSE_RE, CONTENT_CLOSE_RUN_RE, eos)
+    found = scan_lead(buf, pos, CONTENT_CLOSE_RE, CONTENT_CLOSE_RUN, eos)
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -165,6 +175,11 @@ class ResponseParser(CompiledParser):
         "content": _SCAN_OUTSIDE_STARTS.search,
         "reasoning_content": _SCAN_REASONING_CONTENT_STARTS.search,
         "tool_calls": _SCAN_TOOL_CALLS_STARTS.search,
+    }
+    FIRST: ClassVar[dict] = {
+        "content": "<",
+        "reasoning_content": "<",
+        "tool_calls": "<",
     }
     TAILS: ClassVar[dict] = {
         "content": _SCAN_OUTSIDE_TAILS,

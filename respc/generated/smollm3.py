@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+import re
+
 import regex
 
 from respc.runtime.content import parse_json, parse_text
@@ -47,9 +49,9 @@ START_ANCHOR_LITERALS = ("<|im_start|>assistant\n",)
 START_ANCHOR_RE = regex.compile(
     "|".join(regex.escape(anchor) for anchor in START_ANCHOR_LITERALS), regex.DOTALL
 )
-_SCAN_OUTSIDE_STARTS = regex.compile(r"[<]")
-_SCAN_REASONING_CONTENT_STARTS = regex.compile(r"[<]")
-_SCAN_TOOL_CALLS_STARTS = regex.compile(r"[<]")
+_SCAN_OUTSIDE_STARTS = re.compile(r"[<]")
+_SCAN_REASONING_CONTENT_STARTS = re.compile(r"[<]")
+_SCAN_TOOL_CALLS_STARTS = re.compile(r"[<]")
 
 # Content parser arguments and transforms, as written in the template.
 REASONING_CONTENT_ARGS = {}
@@ -155,6 +157,11 @@ class ResponseParser(CompiledParser):
         "content": _SCAN_OUTSIDE_STARTS.search,
         "reasoning_content": _SCAN_REASONING_CONTENT_STARTS.search,
         "tool_calls": _SCAN_TOOL_CALLS_STARTS.search,
+    }
+    FIRST: ClassVar[dict] = {
+        "content": "<",
+        "reasoning_content": "<",
+        "tool_calls": "<",
     }
     TAILS: ClassVar[dict] = {
         "content": (),

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from respc.runtime.scan import run_start
 from respc.runtime.tools import coerce_tool_calls, tool_params
 
 __all__ = ["PREFIX_REQUIRED", "CompiledParser"]
@@ -43,7 +44,8 @@ class CompiledParser:
     IMPLICIT: ClassVar[Any] = None  # the implicit field's name, or None for the null sink
     SCANS: ClassVar[dict]  # state (field name, or IMPLICIT when outside explicit regions) -> scan method
     QUICK: ClassVar[dict]  # state -> `search` of a class of every watched delimiter's first char, or None
-    TAILS: ClassVar[dict]  # state -> `search`es finding the trailing runs that lead-run delimiters hold
+    FIRST: ClassVar[dict]  # state -> the one character QUICK's class holds, checked with `in`, or None
+    TAILS: ClassVar[dict]  # state -> character sets of the trailing runs that lead-run delimiters hold
     DIRTY: ClassVar[dict]  # field name -> the `dirty` flag of its chunks
     VALUES: ClassVar[dict]  # field name -> function(body, captures) giving the region's value
     JOINS: ClassVar[dict]  # field name -> join string, for repeated fields with `join`
@@ -100,6 +102,7 @@ class CompiledParser:
         self._current = current
         self._scan: Scan = self.SCANS[current]
         self._quick = self.QUICK[current]
+        self._first = self.FIRST[current]
         self._tails = self.TAILS[current]
         self._dirty = self.DIRTY.get(current, False)
         self._captures: dict[str, str] = {}
@@ -118,12 +121,23 @@ class CompiledParser:
         if self._finalized:
             raise RuntimeError("ResponseParser already finalized")
         if text:
-            quick = self._quick
-            if quick is not None and quick(text) is None:
+            first = self._first
+            if first is not None:
+                plain = first not in text
+            else:
+                quick = self._quick
+                plain = quick is not None and quick(text) is None
+            if plain:
+                # No watched delimiter can start in this chunk.
+                pos = self._pos
                 if not self._tails:
-                    if self._pos == len(self._buf):
+                    if pos == len(self._buf):
                         return self._feed_plain(text)
-                elif self._pos == len(self._buf) or quick(self._buf, self._pos) is None:
+                elif pos == len(self._buf) or (
+                    self._buf.find(first, pos) < 0
+                    if first is not None
+                    else self._quick(self._buf, pos) is None
+                ):
                     return self._feed_runs(text)
             self._buf += text
         events: list[dict] = []
@@ -162,7 +176,7 @@ class CompiledParser:
         hold it, as the oracle's pass does, without scanning for every delimiter."""
         buf = self._buf + text
         pos = self._pos
-        hold = min(tail(buf, pos).start() for tail in self._tails)
+        hold = min(run_start(buf, pos, run) for run in self._tails)
         events: list[dict] = []
         if hold > pos:
             self._route(events, buf[pos:hold])
@@ -264,6 +278,7 @@ class CompiledParser:
         self._current = name
         self._scan = self.SCANS[name]
         self._quick = self.QUICK[name]
+        self._first = self.FIRST[name]
         self._tails = self.TAILS[name]
         self._dirty = self.DIRTY[name]
         self._captures = (

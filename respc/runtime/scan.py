@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["partial_start", "scan_lead", "scan_literal", "scan_literals", "scan_pattern"]
+__all__ = ["partial_start", "run_start", "scan_lead", "scan_literal", "scan_literals", "scan_pattern"]
 
 Found = tuple[int, int, bool, Any]
 
@@ -74,7 +74,7 @@ def scan_pattern(buf: str, pos: int, pattern: Any, eos: bool) -> Found | None:
     return match.start(), end, not match.partial and end < len(buf), match
 
 
-def scan_lead(buf: str, pos: int, rest: Any, run: Any, eos: bool) -> Found | None:
+def scan_lead(buf: str, pos: int, rest: Any, run: frozenset[str], eos: bool) -> Found | None:
     """A regex `R*X` (a run of one character class, then `X`, which cannot start with one): search `X`
     and walk back over the run before it. The leftmost (partial) match of the whole pattern starts
     exactly there, so this agrees with the oracle's search without trying the run at every position.
@@ -88,9 +88,17 @@ def scan_lead(buf: str, pos: int, rest: Any, run: Any, eos: bool) -> Found | Non
         if match is None:
             return None
     start = match.start()
-    while start > pos and run.match(buf, start - 1) is not None:
+    while start > pos and buf[start - 1] in run:
         start -= 1
     end = match.end()
     if eos:
         return start, end, True, match
     return start, end, not match.partial and end < len(buf), match
+
+
+def run_start(buf: str, pos: int, run: frozenset[str]) -> int:
+    """Where the trailing run of `run` characters of `buf` begins (not before `pos`)."""
+    end = len(buf)
+    while end > pos and buf[end - 1] in run:
+        end -= 1
+    return end

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+import re
+
 import regex
 
 from respc.runtime.content import parse_json, parse_text
@@ -51,10 +53,10 @@ START_ANCHOR_LITERALS = ("<|start|>assistant",)
 START_ANCHOR_RE = regex.compile(
     "|".join(regex.escape(anchor) for anchor in START_ANCHOR_LITERALS), regex.DOTALL
 )
-_SCAN_OUTSIDE_STARTS = regex.compile(r"[<]")
-_SCAN_THINKING_STARTS = regex.compile(r"[<]")
-_SCAN_CONTENT_STARTS = regex.compile(r"[<]")
-_SCAN_TOOL_CALLS_STARTS = regex.compile(r"[<]")
+_SCAN_OUTSIDE_STARTS = re.compile(r"[<]")
+_SCAN_THINKING_STARTS = re.compile(r"[<]")
+_SCAN_CONTENT_STARTS = re.compile(r"[<]")
+_SCAN_TOOL_CALLS_STARTS = re.compile(r"[<]")
 
 # Content parser arguments and transforms, as written in the template.
 THINKING_ARGS = {}
@@ -176,6 +178,12 @@ class ResponseParser(CompiledParser):
         "thinking": _SCAN_THINKING_STARTS.search,
         "content": _SCAN_CONTENT_STARTS.search,
         "tool_calls": _SCAN_TOOL_CALLS_STARTS.search,
+    }
+    FIRST: ClassVar[dict] = {
+        None: "<",
+        "thinking": "<",
+        "content": "<",
+        "tool_calls": "<",
     }
     TAILS: ClassVar[dict] = {
         None: (),

@@ -10,9 +10,8 @@ The prefix is read from after its last start anchor '<|START_OF_TURN_TOKEN|><|CH
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
 import re
+from typing import Any, ClassVar
 
 import regex
 

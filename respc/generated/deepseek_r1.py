@@ -12,9 +12,8 @@ Regions: 'reasoning_content' (text) from '<think>' to '</think>'; 'tool_calls' (
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
 import re
+from typing import Any, ClassVar
 
 import regex
 

@@ -12,9 +12,8 @@ Regions: 'tool_calls' (json) from
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
 import re
+from typing import Any, ClassVar
 
 import regex
 

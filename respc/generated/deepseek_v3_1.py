@@ -12,9 +12,8 @@ The prefix is read from after its last start anchor '<｜Assistant｜></think>' 
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
 import re
+from typing import Any, ClassVar
 
 import regex
 

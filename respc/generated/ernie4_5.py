@@ -10,9 +10,8 @@ read from after its last start anchor 'Assistant:'.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
 import re
+from typing import Any, ClassVar
 
 import regex
 

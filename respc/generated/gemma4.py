@@ -11,9 +11,8 @@ to '<turn|>' | '<|tool_response>' | '<eos>'. The prefix is read from after its l
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
 import re
+from typing import Any, ClassVar
 
 import regex
 

@@ -11,9 +11,8 @@ anchor '<|assistant|>'.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
 import re
+from typing import Any, ClassVar
 
 import regex
 

@@ -11,9 +11,8 @@ anchor '<|start_of_role|>assistant<|end_of_role|>'.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
 import re
+from typing import Any, ClassVar
 
 import regex
 

@@ -10,9 +10,8 @@ other region is open to /\s*<\|end_of_text\|>/. The prefix is read from after it
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
 import re
+from typing import Any, ClassVar
 
 import regex
 

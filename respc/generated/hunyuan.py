@@ -11,9 +11,8 @@ to '</tool_calls>'; 'content' (text) from wherever no other region is open to
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
 import re
+from typing import Any, ClassVar
 
 import regex
 

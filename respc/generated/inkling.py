@@ -11,9 +11,8 @@ Regions: 'reasoning_content' (text) from /(?:<\|message_model\|>)?[^<]*<\|conten
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
 import re
+from typing import Any, ClassVar
 
 import regex
 

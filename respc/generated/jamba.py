@@ -10,9 +10,8 @@ other region is open to /\s*<\|eom\|>/. The prefix is read from after its last s
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
 import re
+from typing import Any, ClassVar
 
 import regex
 

@@ -12,9 +12,8 @@ read from after its last start anchor '<|im_assistant|>assistant<|im_middle|>'.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
 import re
+from typing import Any, ClassVar
 
 import regex
 

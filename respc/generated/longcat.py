@@ -10,9 +10,8 @@ to /\s*</longcat_s>/. The prefix is read from after its last start anchor 'ASSIS
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
 import re
+from typing import Any, ClassVar
 
 import regex
 

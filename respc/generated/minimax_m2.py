@@ -11,9 +11,8 @@ from after its last start anchor ']~b]ai\n'.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
 import re
+from typing import Any, ClassVar
 
 import regex
 

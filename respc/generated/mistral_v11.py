@@ -11,9 +11,8 @@ start anchor '[/INST]' | '[/TOOL_RESULTS]'.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
 import re
+from typing import Any, ClassVar
 
 import regex
 

@@ -9,9 +9,8 @@ is open to '</s>'. The prefix is read from after its last start anchor '[/INST]'
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
 import re
+from typing import Any, ClassVar
 
 import regex
 

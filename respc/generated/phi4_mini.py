@@ -10,9 +10,8 @@ after its last start anchor '<|assistant|>'.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
 import re
+from typing import Any, ClassVar
 
 import regex
 

@@ -11,9 +11,8 @@ no other region is open to /\s*<seed:eos>/. The prefix is read from after its la
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
 import re
+from typing import Any, ClassVar
 
 import regex
 

@@ -12,9 +12,8 @@ anchor '<|BOT|>assistant\n'.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
 import re
+from typing import Any, ClassVar
 
 import regex
 

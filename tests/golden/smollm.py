@@ -10,9 +10,8 @@ from after its last start anchor '<|im_start|>assistant\n'.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
 import re
+from typing import Any, ClassVar
 
 import regex
 

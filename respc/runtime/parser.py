@@ -127,16 +127,26 @@ class CompiledParser:
             else:
                 quick = self._quick
                 plain = quick is not None and quick(text) is None
-            if plain:
-                # No watched delimiter can start in this chunk.
+            if plain:  # no watched delimiter can start in this chunk
+                buf = self._buf
                 pos = self._pos
-                if not self._tails:
-                    if pos == len(self._buf):
-                        return self._feed_plain(text)
-                elif pos == len(self._buf) or (
-                    self._buf.find(first, pos) < 0
-                    if first is not None
-                    else self._quick(self._buf, pos) is None
+                if pos == len(buf) and not self._tails:
+                    # Nothing held either: the oracle's pass routes the whole chunk as one event.
+                    buf = buf + text if self.KEEP is None else text  # the chunk is context enough
+                    self._buf = buf
+                    self._pos = len(buf)
+                    current = self._current
+                    if current is None:
+                        return []
+                    self._parts.append(text)
+                    chunk = {"type": "region_chunk", "field": current, "text": text, "dirty": self._dirty}
+                    if self._opened:
+                        return [chunk]
+                    self._opened = True
+                    return [{"type": "region_open", "field": current}, chunk]
+                if self._tails and (
+                    pos == len(buf)
+                    or (buf.find(first, pos) < 0 if first is not None else self._quick(buf, pos) is None)
                 ):
                     return self._feed_runs(text)
             self._buf += text
@@ -144,31 +154,6 @@ class CompiledParser:
         self._process(events, False)
         self._trim()
         return events
-
-    def _feed_plain(self, text: str) -> list[dict]:
-        """A chunk in which no watched delimiter can start, with nothing held: one chunk, no scan.
-
-        This is what the oracle's pass does for such a chunk (no candidate, nothing pending).
-        """
-        keep = self.KEEP
-        if keep == 0:
-            self._buf = ""
-            self._pos = 0
-        else:
-            buf = self._buf + text if keep is None or len(text) < keep else text
-            if keep is not None:
-                buf = buf[-keep:]
-            self._buf = buf
-            self._pos = len(buf)
-        current = self._current
-        if current is None:
-            return []
-        self._parts.append(text)
-        chunk = {"type": "region_chunk", "field": current, "text": text, "dirty": self._dirty}
-        if self._opened:
-            return [chunk]
-        self._opened = True
-        return [{"type": "region_open", "field": current}, chunk]
 
     def _feed_runs(self, text: str) -> list[dict]:
         """No watched delimiter can complete in the unconsumed text: only lead-run delimiters

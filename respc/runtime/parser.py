@@ -161,13 +161,23 @@ class CompiledParser:
         hold it, as the oracle's pass does, without scanning for every delimiter."""
         buf = self._buf + text
         pos = self._pos
-        hold = min(run_start(buf, pos, run) for run in self._tails)
-        events: list[dict] = []
-        if hold > pos:
-            self._route(events, buf[pos:hold])
+        tails = self._tails
+        if len(tails) == 1:
+            run = tails[0]
+            hold = len(buf)
+            while hold > pos and buf[hold - 1] in run:
+                hold -= 1
+        else:
+            hold = min(run_start(buf, pos, run) for run in tails)
         self._buf = buf
         self._pos = hold
-        self._trim()
+        if hold == pos:
+            return []
+        events: list[dict] = []
+        self._route(events, buf[pos:hold])
+        if self.KEEP is not None and hold > 1:
+            self._buf = buf[hold - 1 :]  # one character of context is all the patterns look back at
+            self._pos = 1
         return events
 
     def finalize(self) -> tuple[dict, list[dict]]:

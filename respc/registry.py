@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import types
 from typing import Any
@@ -62,6 +61,8 @@ def preset_for(model: str) -> types.ModuleType:
 
 
 def _not_found(message: str, wanted: str) -> str:
+    import difflib
+
     registry = _registry()
     candidates = {name: name for name in registry}
     for name, info in registry.items():

@@ -10,7 +10,6 @@ so every feed costs O(chunk + held text).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -18,8 +17,6 @@ from respc.runtime.scan import run_start
 from respc.runtime.tools import coerce_tool_calls, tool_params
 
 __all__ = ["PREFIX_REQUIRED", "CompiledParser"]
-
-logger = logging.getLogger("respc")
 
 PREFIX_REQUIRED = (
     "`ResponseParser`/`parse_response` requires `prefix` (the chat prompt sent to the model before "
@@ -31,6 +28,9 @@ PREFIX_REQUIRED = (
 # (start, end, is_open, field name, match): the delimiter a scan commits.
 Commit = tuple[int, int, bool, Any, Any]
 Scan = Callable[[Any, str, int, bool], tuple[Commit | None, int]]
+
+
+_COALESCE = 512  # parts of a region joined into one block at a time
 
 
 def _is_empty(value: Any) -> bool:
@@ -89,7 +89,9 @@ class CompiledParser:
         for match in self.START_ANCHOR.finditer(prefix):
             last_end = match.end()
         if last_end is None:
-            logger.info(
+            import logging  # only needed on this path; keeps importing a parser cheap
+
+            logging.getLogger("respc").info(
                 "response_template defines %s but the anchor was not found in the prefix; "
                 "the parser will process the entire prefix instead.",
                 self.START_ANCHOR_KIND,
@@ -107,6 +109,7 @@ class CompiledParser:
         self._dirty = self.DIRTY.get(current, False)
         self._captures: dict[str, str] = {}
         self._parts: list[str] = []
+        self._coalesce_at = _COALESCE
         self._opened = False
         self._zero_width_open_at = -1
 
@@ -138,7 +141,10 @@ class CompiledParser:
                     current = self._current
                     if current is None:
                         return []
-                    self._parts.append(text)
+                    parts = self._parts
+                    parts.append(text)
+                    if len(parts) >= self._coalesce_at:
+                        self._coalesce()
                     chunk = {"type": "region_chunk", "field": current, "text": text, "dirty": self._dirty}
                     if self._opened:
                         return [chunk]
@@ -256,11 +262,22 @@ class CompiledParser:
                 self._pos = hold
             break
 
+    def _coalesce(self) -> None:
+        """Join the newest parts of a long region into one block: a 4-character chunk held as its own
+        string costs about 60 bytes, so a long stream would hold 15 times its size. Each character is
+        copied once more, and the blocks themselves are only joined at close."""
+        parts = self._parts
+        parts[-_COALESCE:] = ["".join(parts[-_COALESCE:])]
+        self._coalesce_at = len(parts) + _COALESCE
+
     def _route(self, events: list[dict] | None, text: str) -> None:
         current = self._current
         if current is None:
             return
-        self._parts.append(text)
+        parts = self._parts
+        parts.append(text)
+        if len(parts) >= self._coalesce_at:
+            self._coalesce()
         if events is None:
             self._opened = True
             return
@@ -280,6 +297,7 @@ class CompiledParser:
             {} if match is None else {k: v for k, v in match.groupdict().items() if v is not None}
         )
         self._parts = []
+        self._coalesce_at = _COALESCE
         self._opened = True
         self._zero_width_open_at = self._pos if zero_width else -1
         if events is not None:

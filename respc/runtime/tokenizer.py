@@ -23,10 +23,12 @@ __all__ = [
     "IdStream",
     "TokenDecoder",
     "TokenStreamParser",
+    "as_decoder",
     "load_tokenizer",
     "parse_with_tokenizer",
     "response_parser_with_tokenizer",
     "stream_prefix",
+    "token_ids",
 ]
 
 # transformers 5.23.0, tokenization_utils_base.py: the messages of `parse_response` and
@@ -51,18 +53,18 @@ _INSTALL_HINT = "reading tokenizer.json needs the `tokenizers` package: pip inst
 def _loaded_types() -> tuple[tuple[type, ...], tuple[type, ...]]:
     """(numpy scalar types, array and tensor types) that transformers' `to_py_obj` converts, from the
     libraries already loaded: a caller cannot hold an array of a library that was never imported."""
-    numbers: tuple[type, ...] = ()
-    arrays: tuple[type, ...] = ()
-    numpy = sys.modules.get("numpy")
-    if numpy is not None:
-        numbers, arrays = (numpy.number,), (numpy.ndarray, numpy.number)
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        arrays += (torch.Tensor,)
-    mlx = sys.modules.get("mlx.core")
-    if mlx is not None:
-        arrays += (mlx.array,)
-    return numbers, arrays
+    found = {
+        name: getattr(sys.modules.get(module), attribute, None)
+        for name, module, attribute in [
+            ("number", "numpy", "number"),
+            ("ndarray", "numpy", "ndarray"),
+            ("tensor", "torch", "Tensor"),
+            ("mlx", "mlx.core", "array"),
+        ]
+    }
+    found = {name: kind for name, kind in found.items() if isinstance(kind, type)}  # half-imported modules
+    numbers = (found["number"],) if "number" in found else ()
+    return numbers, tuple(found.values())
 
 
 def _to_python(obj: Any) -> Any:
@@ -85,7 +87,7 @@ def _convert(obj: Any, numbers: tuple[type, ...], arrays: tuple[type, ...]) -> A
 
 
 class TokenDecoder:
-    """Turns token ids into text exactly as transformers' `tokenizer.decode(ids)` does (special tokens kept)."""
+    """Token ids to text exactly as transformers' `tokenizer.decode(ids)` gives it: special tokens kept."""
 
     def decode_one(self, ids: list[int]) -> str:
         """The text of one sequence of ids."""
@@ -156,7 +158,7 @@ def _tokenizers_module() -> Any:
 
 
 def load_tokenizer(source: Any) -> TokenDecoder:
-    """A decoder for a `tokenizer.json` path, a model directory, a `tokenizers.Tokenizer` or a `decode` object.
+    """A decoder for a tokenizer.json path, a model directory, a `tokenizers.Tokenizer` or a `decode` object.
 
     A model directory's `tokenizer_config.json` supplies `clean_up_tokenization_spaces`, as transformers
     reads it there.
@@ -197,7 +199,8 @@ def _load_path(path: Path) -> TokenDecoder:
     )
 
 
-def _as_decoder(tokenizer: Any) -> TokenDecoder:
+def as_decoder(tokenizer: Any) -> TokenDecoder:
+    """`load_tokenizer` for the `tokenizer=` arguments: a loaded tokenizer or `decode` object, not a path."""
     if isinstance(tokenizer, (str, os.PathLike)):
         # Reading tokenizer.json takes far longer than parsing; doing it on every call would be a trap.
         raise TypeError("tokenizer= takes a loaded tokenizer; load a path once with load_tokenizer(path)")
@@ -219,7 +222,7 @@ def parse_with_tokenizer(
     """
     if prefix is None:
         raise ValueError(PARSE_PREFIX_REQUIRED)
-    decoder = _as_decoder(tokenizer)
+    decoder = as_decoder(tokenizer)
     if isinstance(response, str):
         responses, batched = [response], False
     elif isinstance(response, (list, tuple)) and (not response or isinstance(response[0], str)):
@@ -253,13 +256,13 @@ def stream_prefix(prefix: Any, tokenizer: Any) -> str | None:
     """`get_response_parser`'s prefix: a str or None as given, anything else decoded to one sequence."""
     if prefix is None or isinstance(prefix, str):
         return prefix
-    decoded = _as_decoder(tokenizer).decode(prefix)
+    decoded = as_decoder(tokenizer).decode(prefix)
     if not isinstance(decoded, str):
         raise ValueError(STREAM_PREFIX_NOT_SINGLE)
     return decoded
 
 
-def _ids(ids: Any) -> list[int]:
+def token_ids(ids: Any) -> list[int]:
     """One sequence of ids for `feed_ids`: an int, a list of ints, or a 1-D array or tensor."""
     ids = _to_python(ids)
     if isinstance(ids, int):
@@ -273,7 +276,8 @@ class IdStream:
     """Incremental decoding of one generated sequence: text is released only when it is final.
 
     A character split across byte-level tokens is held until its last byte arrives, so no chunk ends
-    in a broken character; the chunks join to `decode(all ids)` once `flush` releases the rest.
+    in a broken character; once `flush` releases the rest, the chunks join to `decode(all ids)` (but see
+    `_PrefixDiffStream._release` for a broken character in a byte-fallback tokenizer).
     """
 
     def step(self, ids: Iterable[int]) -> str:
@@ -309,7 +313,13 @@ class _DecodeStream(IdStream):
     def step(self, ids: Iterable[int]) -> str:
         parts = []
         for token in ids:
-            piece = self._stream.step(self._tokenizer, token)
+            try:
+                piece = self._stream.step(self._tokenizer, token)
+            except TypeError:
+                raise
+            except Exception:  # tokenizers' bare "Invalid prefix encountered": see _PrefixDiffStream._release
+                piece = self._decode([*self._held, token])
+                self._stream = self._new_stream([*self._held, token])
             if piece is None:
                 self._held.append(token)
             else:
@@ -327,7 +337,7 @@ class _DecodeStream(IdStream):
 
 
 class _PrefixDiffStream(IdStream):
-    """DecodeStream's algorithm over any `decode`: decode a short window, release what lies past its prefix."""
+    """DecodeStream's algorithm for any `decode`: decode a short window, release what follows its prefix."""
 
     def __init__(self, decode_one: Callable[[list[int]], str]) -> None:
         self._decode = decode_one
@@ -350,16 +360,17 @@ class _PrefixDiffStream(IdStream):
         return self._release(self._decode(self._window))
 
     def _release(self, text: str) -> str:
-        if not text.startswith(self._prefix):
-            raise ValueError(
-                f"the tokenizer's decode is not prefix-stable ({self._prefix!r} then {text!r}); "
-                "decode the ids and feed the text instead"
-            )
+        held = self._window[self._read :]
+        if text.startswith(self._prefix):
+            new = text[len(self._prefix) :]
+        else:
+            # A byte-fallback decoder turns a whole run of byte tokens into U+FFFD, one per byte, once the
+            # run is broken, rewriting text already released; DecodeStream raises there. Released text
+            # cannot be taken back, so render the held ids on their own.
+            new = self._decode(held)
         # The released ids become the context of the next ones (a decoder may strip a leading space).
-        self._window = self._window[self._read :]
-        self._read = len(self._window)
-        new = text[len(self._prefix) :]
-        self._prefix = self._decode(self._window)
+        self._window, self._read = held, len(held)
+        self._prefix = self._decode(held)
         return new
 
 
@@ -388,7 +399,7 @@ class TokenStreamParser:
 
     def feed_ids(self, ids: Any) -> list[dict]:
         """Feed token ids (an int, a list, a 1-D array); the events are those of feeding their new text."""
-        return self.parser.feed(self._ids.step(_ids(ids)))
+        return self.parser.feed(self._ids.step(token_ids(ids)))
 
     def finalize(self) -> tuple[dict, list[dict]]:
         """Feed what the ids still hold, then finalize: the message is that of the whole decoded text."""
@@ -404,7 +415,7 @@ class TokenStreamParser:
 def response_parser_with_tokenizer(
     parser_class: Callable[..., Any], *, prefix: Any = None, tools: list | None = None, tokenizer: Any
 ) -> TokenStreamParser:
-    """transformers' `tokenizer.get_response_parser(prefix=..., tools=...)` for a compiled `ResponseParser`."""
-    decoder = _as_decoder(tokenizer)
+    """transformers' `tokenizer.get_response_parser(prefix=..., tools=...)` for a compiled parser class."""
+    decoder = as_decoder(tokenizer)
     parser = parser_class(stream_prefix(prefix, decoder), tools=tools)
     return TokenStreamParser(parser, decoder.stream())

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from inspect import isfunction, ismethod
+from types import FunctionType, MethodType
 from typing import Any
 
 __all__ = ["coerce", "coerce_tool_calls", "schema_types", "tool_params"]
@@ -21,7 +21,7 @@ def tool_params(tools: Iterable[dict | Callable] | None) -> dict[str, dict]:
     """Map each usable tool's name to its parameter `properties`; unusable entries are skipped silently."""
     params: dict[str, dict] = {}
     for tool in tools or []:
-        if isfunction(tool) or ismethod(tool):
+        if isinstance(tool, (FunctionType, MethodType)):  # what inspect.isfunction/ismethod test
             from respc.runtime.schema import get_json_schema  # only callables need the docstring parser
 
             tool = get_json_schema(tool)

@@ -1,0 +1,62 @@
+"""The fixed costs around parsing: importing a generated module, compiling a template (black
+included), and the peak memory of streaming a 1M-character response. Measured, never asserted:
+
+    python -m pytest benchmarks/test_costs.py --benchmark-only
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tracemalloc
+
+import pytest
+from workloads import SHAPES, chunks_of, response, template
+
+import respc
+
+
+@pytest.mark.parametrize("preset", ["smollm3", "qwen3_5", "gpt_oss", "gemma4"])
+def test_import_generated_module(benchmark, preset: str) -> None:
+    """A fresh interpreter importing one shipped parser, minus the interpreter's own start-up."""
+    code = f"import time; t = time.perf_counter(); import respc.generated.{preset}; print(time.perf_counter() - t)"
+
+    def run() -> float:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        return float(done.stdout)
+
+    benchmark.group = "import generated module (s, in-process time printed by the child)"
+    benchmark.extra_info.update(preset=preset, seconds=[run() for _ in range(5)])
+    benchmark.pedantic(run, rounds=3, iterations=1)
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_compile_template(benchmark, shape: str) -> None:
+    """generate_source end to end: validate, plan, render, black, verify."""
+    tpl = template(shape)
+    benchmark.group = "compile template (generate_source)"
+    benchmark.extra_info.update(shape=shape)
+    benchmark(respc.generate_source, tpl)
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_peak_memory_streaming_1m(benchmark, shape: str) -> None:
+    """Peak additional memory (tracemalloc) while streaming 1M characters in 4-character chunks."""
+    module = respc.compile_template(template(shape))
+    text = response(shape, 1_000_000)
+    chunks = chunks_of(text)
+
+    def run() -> int:
+        tracemalloc.start()
+        parser = module.ResponseParser("")
+        for chunk in chunks:
+            parser.feed(chunk)
+        parser.finalize()
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        return peak
+
+    peak = run()
+    benchmark.group = "peak memory streaming 1M chars (bytes in extra_info)"
+    benchmark.extra_info.update(shape=shape, peak_bytes=peak, text_bytes=sys.getsizeof(text), ratio=peak / len(text))
+    benchmark.pedantic(lambda: None, rounds=1, iterations=1)

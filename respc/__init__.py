@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import functools
 import linecache
 import threading
 import types
@@ -19,9 +20,11 @@ from respc.registry import PresetNotFound, load_preset, preset_for, presets
 __all__ = [
     "PresetNotFound",
     "ResponseParser",
+    "ResponseTemplateNotFound",
     "TemplateError",
     "__version__",
     "compile_template",
+    "for_model",
     "generate_source",
     "load_preset",
     "parse_response",
@@ -34,10 +37,15 @@ _CACHE_LOCK = threading.Lock()
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("TemplateError", "TemplateTypeError"):
+    # Imported on first use, so `import respc` (and every generated module) stays light.
+    if name in ("TemplateError", "TemplateTypeError", "TemplateWarning"):
         from respc.compiler import spec
 
         return getattr(spec, name)
+    if name in ("for_model", "ResponseTemplateNotFound"):
+        from respc import model
+
+        return getattr(model, name)
     raise AttributeError(f"module 'respc' has no attribute {name!r}")
 
 
@@ -87,9 +95,12 @@ def parse_response(
     prefix: str | None = None,
     tools: list[dict | Callable] | None = None,
     errors: str = "strict",
-) -> dict:
-    """Drop-in for `transformers.utils.chat_parsing.parse_response` (`errors="keep"` is respc's own)."""
-    return _compiled(response_template).parse_response(text, prefix=prefix, tools=tools, errors=errors)
+    tokenizer: Any = None,
+) -> Any:
+    """Drop-in for `transformers.utils.chat_parsing.parse_response`; respc's own additions:
+    `errors="keep"`, and `tokenizer=` for token ids, batches and arrays as `tokenizer.parse_response`."""
+    module = _compiled(response_template)
+    return module.parse_response(text, prefix=prefix, tools=tools, errors=errors, tokenizer=tokenizer)
 
 
 def ResponseParser(  # noqa: N802 - a factory standing in for transformers' class of the same name
@@ -98,6 +109,15 @@ def ResponseParser(  # noqa: N802 - a factory standing in for transformers' clas
     *,
     tools: list[dict | Callable] | None = None,
     errors: str = "strict",
+    tokenizer: Any = None,
 ) -> Any:
-    """Drop-in for `transformers.utils.chat_parsing.ResponseParser` (`errors="keep"` is respc's own)."""
-    return _compiled(response_template).ResponseParser(prefix, tools=tools, errors=errors)
+    """Drop-in for `transformers.utils.chat_parsing.ResponseParser`; respc's own additions:
+    `errors="keep"`, and `tokenizer=`, which adds `feed_ids(ids)` and accepts an id `prefix`."""
+    parser_class = _compiled(response_template).ResponseParser
+    if tokenizer is None:
+        return parser_class(prefix, tools=tools, errors=errors)
+    from respc.runtime.tokenizer import response_parser_with_tokenizer
+
+    return response_parser_with_tokenizer(
+        functools.partial(parser_class, errors=errors), prefix=prefix, tools=tools, tokenizer=tokenizer
+    )

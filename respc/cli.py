@@ -62,11 +62,25 @@ def load_source(source: str) -> tuple[Any, str]:
         return _unwrap(_decode_json(sys.stdin.read(), "<stdin>"), Path("<stdin>")), "<stdin>"
     path = Path(source)
     if path.is_dir():
-        path = path / "tokenizer_config.json"
-        if not path.is_file():
-            raise CliError(f"{source}: directory holds no tokenizer_config.json")
+        return _model_dir_template(path, source)
     name = path.name if path.is_absolute() else path.as_posix()
     return _unwrap(_decode_json(_read_text(path), str(path)), path), name
+
+
+def _model_dir_template(path: Path, source: str) -> tuple[Any, str]:
+    """A model directory: its tokenizer_config.json's template, else the preset for its model type."""
+    from respc.model import ResponseTemplateNotFound, model_template
+
+    try:
+        template, preset = model_template(path)
+    except ResponseTemplateNotFound as error:
+        raise CliError(str(error)) from None
+    except ValueError as error:  # unreadable or invalid JSON in the directory
+        raise CliError(str(error).splitlines()[0]) from None
+    config = path / "tokenizer_config.json"
+    if preset is not None:
+        return template, f"{preset.__name__.rpartition('.')[2]} preset (for {path.name})"
+    return template, config.name if path.is_absolute() else config.as_posix()
 
 
 def _unwrap(data: Any, path: Path) -> Any:
@@ -88,6 +102,14 @@ def write_atomic(path: Path, text: str) -> None:
     try:
         with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
             stream.write(text)
+        # mkstemp creates 0600: keep the mode of the file replaced, else the usual umask default.
+        try:
+            mode = path.stat().st_mode & 0o777
+        except FileNotFoundError:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(temporary, mode)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)

@@ -66,7 +66,9 @@ class ModelParser:
     def response_template(self) -> Any:
         return self.module.TEMPLATE
 
-    def parse_response(self, response: Any, *, prefix: Any = None, tools: list | None = None) -> Any:
+    def parse_response(
+        self, response: Any, *, prefix: Any = None, tools: list | None = None
+    ) -> dict | list[dict]:
         """`tokenizer.parse_response`: text, ids, batches or arrays in; a dict, or a list for a batch."""
         return parse_with_tokenizer(
             self.module.parse_response, response, prefix=prefix, tools=tools, tokenizer=self.tokenizer

@@ -168,3 +168,32 @@ def test_backtracking_warning_is_one_line_and_compiles(tmp_path: Path) -> None:
     assert done.returncode == 0
     assert done.stderr.startswith("respc: warning: ") and done.stderr.count("\n") == 1
     assert "may backtrack exponentially" in done.stderr
+
+
+def test_model_dir_without_template_uses_the_preset_for_its_model_type(tmp_path: Path) -> None:
+    (tmp_path / "tokenizer_config.json").write_text('{"tokenizer_class": "PreTrainedTokenizerFast"}')
+    (tmp_path / "config.json").write_text('{"model_type": "qwen3"}')
+    done = run("compile", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert "from qwen3 preset (for " in done.stdout.splitlines()[0]
+    assert respc.load_preset("qwen3").TEMPLATE == respc.preset_for("qwen3").TEMPLATE
+    (tmp_path / "config.json").write_text('{"model_type": "no_such_model"}')
+    missing = run("compile", str(tmp_path))
+    assert missing.returncode == 2 and "has no response_template" in missing.stderr
+    assert missing.stderr.count("\n") == 1
+
+
+def test_outputs_get_ordinary_permissions(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    out = tmp_path / "parser.py"
+    source = tmp_path / "t.json"
+    source.write_text(json.dumps(TEMPLATES["smollm"]))
+    assert run("compile", str(source), "-o", str(out)).returncode == 0
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask
+    out.chmod(0o640)
+    assert run("compile", str(source), "-o", str(out)).returncode == 0
+    assert stat.S_IMODE(out.stat().st_mode) == 0o640

@@ -207,10 +207,19 @@ class ResponseParser(CompiledParser):
 
 
 def parse_response(
-    text: str, *, prefix: str | None = None, tools: list | None = None, errors: str = "strict"
-) -> dict:
+    text: Any,
+    *,
+    prefix: Any = None,
+    tools: list | None = None,
+    errors: str = "strict",
+    tokenizer: Any = None,
+) -> Any:
     """Parse a whole response into its message dict, as `transformers.parse_response` does.
 
     With errors="keep", regions that fail to parse are listed under "parse_errors" instead of raising.
+    With a `tokenizer`, `text` and `prefix` may also be token ids, batches or arrays, as for
+    `tokenizer.parse_response` (a batch gives a list of messages).
     """
+    if tokenizer is not None:
+        return ResponseParser.parse_tokens(text, prefix, tools, errors, tokenizer)
     return ResponseParser.parse_whole(text, prefix, tools, errors)

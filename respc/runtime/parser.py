@@ -210,6 +210,17 @@ class CompiledParser:
             message["parse_errors"] = parser.errors
         return message
 
+    @classmethod
+    def parse_tokens(cls, response: Any, prefix: Any, tools: list | None, errors: str, tokenizer: Any) -> Any:
+        """`parse_response` with `tokenizer=`: token ids, batches and arrays as `tokenizer.parse_response`
+        takes them (same classification, broadcasting and errors), each item parsed by `parse_whole`."""
+        from respc.runtime.tokenizer import parse_with_tokenizer
+
+        def parse(text: str, prefix: str | None, tools: list | None) -> dict:
+            return cls.parse_whole(text, prefix, tools, errors)
+
+        return parse_with_tokenizer(parse, response, prefix=prefix, tools=tools, tokenizer=tokenizer)
+
     def _finish(self, events: list[dict] | None) -> dict:
         missing = [name for name in self.REQUIRED if name not in self._output]
         if missing:

@@ -121,3 +121,26 @@ def test_source_names_cannot_declare_an_encoding(name: str, tmp_path: Path) -> N
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert module.TEMPLATE["fields"]["c"]["close"] == "+AGk-"
+
+
+def test_search_timeout_turns_a_runaway_search_into_a_clear_error() -> None:
+    import time
+
+    import pytest as _pytest
+
+    from respc.runtime.scan import SearchTimeout, set_search_timeout
+
+    # The `regex` module defuses `(a+)+$`, but not an alternation whose branches overlap.
+    template = {"start_anchor": "a", "fields": {"x": {"open": "<x>", "close_pattern": "(a|aa)+$"}}}
+    module = respc.compile_template(template)
+    assert module.parse_response("<x>aaaa</x>", prefix="") == {"x": "aaaa</x>"}
+    set_search_timeout(0.05)
+    try:
+        started = time.perf_counter()
+        with _pytest.raises(SearchTimeout, match=r"/\(a\|aa\)\+\$/ took longer than the 0.05 s limit"):
+            module.parse_response("<x>" + "a" * 40 + "!", prefix="")
+        assert time.perf_counter() - started < 5
+    finally:
+        set_search_timeout(None)
+    with _pytest.raises(ValueError, match="positive number"):
+        set_search_timeout(0)

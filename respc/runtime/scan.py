@@ -11,9 +11,44 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["partial_start", "run_start", "scan_lead", "scan_literal", "scan_literals", "scan_pattern"]
+__all__ = [
+    "SearchTimeout",
+    "partial_start",
+    "run_start",
+    "scan_lead",
+    "scan_literal",
+    "scan_literals",
+    "scan_pattern",
+    "set_search_timeout",
+]
 
 Found = tuple[int, int, bool, Any]
+_LIMIT: list[float | None] = [None]  # seconds allowed for one delimiter search; None: no limit
+
+
+class SearchTimeout(TimeoutError):
+    """A regex delimiter search ran past the limit set with `set_search_timeout`."""
+
+
+def set_search_timeout(seconds: float | None) -> None:
+    """Limit every regex delimiter search of every parser in this process (opt-in; None removes it).
+
+    A template's regex can backtrack exponentially on some inputs; with a limit, such a search raises
+    `SearchTimeout` naming the pattern instead of holding the thread.
+    """
+    if seconds is not None and not seconds > 0:
+        raise ValueError(f"search timeout must be a positive number of seconds or None, got {seconds!r}")
+    _LIMIT[0] = seconds
+
+
+def _search(pattern: Any, buf: str, pos: int, partial: bool) -> Any:
+    try:
+        return pattern.search(buf, pos, partial=partial, timeout=_LIMIT[0])
+    except TimeoutError as error:
+        raise SearchTimeout(
+            f"respc: searching for the delimiter /{pattern.pattern}/ took longer than the {_LIMIT[0]} s "
+            "limit set with respc.runtime.scan.set_search_timeout"
+        ) from error
 
 
 def partial_start(buf: str, pos: int, literal: str) -> int:
@@ -63,10 +98,9 @@ def scan_literals(buf: str, pos: int, literals: tuple[str, ...], can_extend: boo
 
 def scan_pattern(buf: str, pos: int, pattern: Any, eos: bool) -> Found | None:
     """A regex delimiter: the `regex` module's partial search, as the oracle runs it."""
+    match = _search(pattern, buf, pos, not eos)
     if eos:
-        match = pattern.search(buf, pos)
         return None if match is None else (match.start(), match.end(), True, match)
-    match = pattern.search(buf, pos, partial=True)
     if match is None:
         return None
     end = match.end()
@@ -79,14 +113,9 @@ def scan_lead(buf: str, pos: int, rest: Any, run: frozenset[str], eos: bool) -> 
     and walk back over the run before it. The leftmost (partial) match of the whole pattern starts
     exactly there, so this agrees with the oracle's search without trying the run at every position.
     """
-    if eos:
-        match = rest.search(buf, pos)
-        if match is None:
-            return None
-    else:
-        match = rest.search(buf, pos, partial=True)
-        if match is None:
-            return None
+    match = _search(rest, buf, pos, not eos)
+    if match is None:
+        return None
     start = match.start()
     while start > pos and buf[start - 1] in run:
         start -= 1

@@ -58,5 +58,7 @@ def test_peak_memory_streaming_1m(benchmark, shape: str) -> None:
 
     peak = run()
     benchmark.group = "peak memory streaming 1M chars (bytes in extra_info)"
-    benchmark.extra_info.update(shape=shape, peak_bytes=peak, text_bytes=sys.getsizeof(text), ratio=peak / len(text))
+    benchmark.extra_info.update(
+        shape=shape, peak_bytes=peak, text_bytes=sys.getsizeof(text), ratio=peak / len(text)
+    )
     benchmark.pedantic(lambda: None, rounds=1, iterations=1)

@@ -199,20 +199,18 @@ def _cmd_regen(args: argparse.Namespace) -> int:
     return 0
 
 
+def _shorten(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
 def _cmd_presets(args: argparse.Namespace) -> int:
     from respc.registry import preset_info, presets
 
     rows = [("preset", "families", "model types", "special tokens")]
     for name in presets():
         info = preset_info(name)
-        rows.append(
-            (
-                name,
-                info["families"],
-                ", ".join(info["model_types"]),
-                "keep" if info["special_tokens"] else "-",
-            )
-        )
+        types = _shorten(", ".join(info["model_types"]) or "-", 40)
+        rows.append((name, _shorten(info["families"], 56), types, "keep" if info["special_tokens"] else "-"))
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[3])

@@ -197,3 +197,12 @@ def test_outputs_get_ordinary_permissions(tmp_path: Path) -> None:
     out.chmod(0o640)
     assert run("compile", str(source), "-o", str(out)).returncode == 0
     assert stat.S_IMODE(out.stat().st_mode) == 0o640
+
+
+def test_presets_lists_every_preset_in_a_readable_table() -> None:
+    done = run("presets")
+    assert done.returncode == 0
+    lines = done.stdout.splitlines()
+    assert lines[0].split()[:2] == ["preset", "families"]
+    assert [line.split()[0] for line in lines[1:]] == respc.presets()
+    assert max(map(len, lines)) <= 140

@@ -255,6 +255,9 @@ def main(argv: list[str] | None = None) -> int:
     warnings.showwarning = _show_warning
     try:
         return args.run(args)
+    except BrokenPipeError:  # `respc presets | head`: the reader left; end quietly, as Python's docs advise
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except CliError as error:
         if args.verbose:
             traceback.print_exc()

@@ -27,7 +27,7 @@ PREFIX_REQUIRED = (
 
 # (start, end, is_open, field name, match): the delimiter a scan commits.
 Commit = tuple[int, int, bool, Any, Any]
-Scan = Callable[[Any, str, int, bool], tuple[Commit | None, int]]
+Scan = Callable[[str, int, bool], tuple[Commit | None, int]]
 
 
 _COALESCE = 512  # parts of a region joined into one block at a time
@@ -55,6 +55,16 @@ class CompiledParser:
     START_ANCHOR: ClassVar[Any]  # compiled start anchor
     START_ANCHOR_KIND: ClassVar[str]  # "start_anchor" or "start_anchor_pattern"
     KEEP: ClassVar[int | None]  # consumed characters kept as pattern context; None keeps everything
+
+    # state -> (scan, quick, first, tails, dirty): what entering a state sets, looked up once.
+    _STATES: ClassVar[dict]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._STATES = {
+            state: (scan, cls.QUICK[state], cls.FIRST[state], cls.TAILS[state], cls.DIRTY.get(state, False))
+            for state, scan in cls.SCANS.items()
+        }
 
     @staticmethod
     def defaults() -> dict:
@@ -102,11 +112,7 @@ class CompiledParser:
     def _reset(self) -> None:
         current = self.IMPLICIT
         self._current = current
-        self._scan: Scan = self.SCANS[current]
-        self._quick = self.QUICK[current]
-        self._first = self.FIRST[current]
-        self._tails = self.TAILS[current]
-        self._dirty = self.DIRTY.get(current, False)
+        self._scan, self._quick, self._first, self._tails, self._dirty = self._STATES[current]
         self._captures: dict[str, str] = {}
         self._parts: list[str] = []
         self._coalesce_at = _COALESCE
@@ -299,11 +305,7 @@ class CompiledParser:
 
     def _open(self, events: list[dict] | None, name: Any, match: Any, zero_width: bool) -> None:
         self._current = name
-        self._scan = self.SCANS[name]
-        self._quick = self.QUICK[name]
-        self._first = self.FIRST[name]
-        self._tails = self.TAILS[name]
-        self._dirty = self.DIRTY[name]
+        self._scan, self._quick, self._first, self._tails, self._dirty = self._STATES[name]
         self._captures = (
             {} if match is None else {k: v for k, v in match.groupdict().items() if v is not None}
         )
@@ -316,8 +318,8 @@ class CompiledParser:
 
     def _close(self, events: list[dict] | None) -> None:
         current = self._current
-        if current is None or not self._opened:
-            self._reset()
+        if not self._opened:
+            # Only the implicit region (or the null sink) can be unopened, and it has nothing to reset.
             return
         body = "".join(self._parts)
         output = self._output

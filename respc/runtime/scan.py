@@ -81,7 +81,8 @@ def scan_literals(buf: str, pos: int, literals: tuple[str, ...], can_extend: boo
     """A literal list (longest first): the leftmost occurrence, the longest literal on a tie."""
     start = end = -1
     for literal in literals:
-        found = buf.find(literal, pos)
+        # Once one literal is found, the others only matter if they start no later.
+        found = buf.find(literal, pos) if start < 0 else buf.find(literal, pos, start + len(literal))
         if found >= 0 and (start < 0 or found < start):
             start, end = found, found + len(literal)
     if start >= 0:

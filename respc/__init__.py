@@ -18,6 +18,8 @@ from respc._version import __version__
 from respc.registry import PresetNotFound, load_preset, preset_for, presets
 
 __all__ = [
+    "DeltaStream",
+    "DeltaStreamError",
     "PresetNotFound",
     "ResponseParser",
     "ResponseTemplateNotFound",
@@ -46,6 +48,10 @@ def __getattr__(name: str) -> Any:
         from respc import model
 
         return getattr(model, name)
+    if name in ("DeltaStream", "DeltaStreamError"):
+        from respc import serving
+
+        return getattr(serving, name)
     raise AttributeError(f"module 'respc' has no attribute {name!r}")
 
 

@@ -242,6 +242,9 @@ def _parser() -> argparse.ArgumentParser:
     regen_.set_defaults(run=_cmd_regen)
     presets_ = commands.add_parser("presets", help="list the shipped parsers and the models they cover")
     presets_.set_defaults(run=_cmd_presets)
+    from respc.batch import add_parse_command  # here, not at the top: respc.batch imports respc.cli
+
+    add_parse_command(commands)
     return parser
 
 

@@ -1,0 +1,420 @@
+"""OpenAI-style streaming deltas from a response parser: what a server sends while the model generates.
+
+`DeltaStream` wraps any `ResponseParser` (a preset's, a generated module's, the drop-in
+`respc.ResponseParser`, or transformers' own with `template=`) and turns its region events into
+`chat.completion.chunk` `delta` dicts: `content`, `reasoning_content` (from a field named
+`reasoning_content`, `thinking` or `reasoning`) and `tool_calls` entries whose arguments stream while the
+call is generated (see `respc.tool_args`). The deltas are append-only, so the stream sends only text the
+final message cannot contradict; its invariants and the policies where it cannot keep them:
+
+* Text fields. With one segment of a field in the message, the concatenated deltas equal the final
+  value: whitespace the value strips is held back until something follows it, and never sent at either
+  end. With several segments, every segment is sent in order: a `join` field sends the join string
+  before each segment after the first (and after a string in `defaults`, whose text itself is not
+  sent), so the deltas equal the joined value less that default; a `repeats` field without join sends
+  its items back to back; a non-repeating field whose later segment replaces an earlier one (the
+  implicit field, quirk Q1) sends both, so the deltas hold every non-empty segment while the message
+  keeps only the last. A field with another content parser or a transform is sent whole when its
+  region closes if its value is a string, else not at all.
+* Tool calls. Each call gets the next index; its first delta carries the id (the call's own `id` when
+  the template gives one, else `call_` and 24 random hex digits), the type and the name with empty
+  arguments, as soon as the name is known (from the open pattern's capture, found by re-running the
+  pattern on the text, or when the name's JSON string ends); later deltas carry argument fragments,
+  and `json.loads` of them equals the call's final `arguments` (or `parameters`, else `{}`). JSON
+  bodies send the raw text of the arguments value (after the template's JSON dialect rewrites), except
+  members `tools=` coercion would cast, each held until complete and sent cast; xml-inline parameters
+  are sent as JSON built one parameter at a time. A call the stream cannot follow (a template shape it
+  does not know, a region that opens and closes within one feed) is sent whole when its region closes.
+  Calls of a non-repeating tool_calls field are all sent, though the message keeps the last region's.
+  The finish reason is "tool_calls" when any call was sent, else "stop".
+* Failures. A tool call that does not parse, a stream that ends inside a call that cannot be completed
+  as sent (an xml string parameter whose closing tag never came), a final value that contradicts
+  fragments already sent, or any other parser error raises `DeltaStreamError` from the `feed` or
+  `finish` that found it. Its `deltas` hold everything produced up to the failure and not yet returned
+  (events the parser lost in a failing `feed` are recovered by replaying the input, one character at a
+  time, on a copy of the parser taken at the start), so no content or reasoning already generated is
+  lost; `reason` is "malformed" (the parser rejected a call at its close delimiter), "cut_off" (the
+  stream ended inside a call), "mismatch" or "parser" (an error outside tool calls), `index` names the
+  call when it was announced, and `raw` holds its body as far as it was seen. The stream is then over:
+  a later `feed` or `finish` raises `RuntimeError`.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import secrets
+from collections.abc import Callable
+from typing import Any
+
+from respc.runtime.tools import tool_params
+from respc.tool_args import Stripper, ToolRegion, call_parts, same_value, shape_of
+
+__all__ = ["REASONING_FIELDS", "DeltaStream", "DeltaStreamError", "template_of"]
+
+REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning")
+
+
+class DeltaStreamError(ValueError):
+    """The stream stopped: send `deltas` (produced before the failure, not yet returned), then report it."""
+
+    def __init__(
+        self, message: str, *, deltas: list[dict], reason: str, index: int | None = None, raw: str = ""
+    ) -> None:
+        super().__init__(message)
+        self.deltas = deltas
+        self.reason = reason
+        self.index = index
+        self.raw = raw
+
+
+class _Mismatch(Exception):
+    def __init__(self, message: str, index: int | None) -> None:
+        super().__init__(message)
+        self.index = index
+        self.raw = ""
+
+
+def template_of(parser: Any) -> dict | None:
+    """The `TEMPLATE` of the generated module that defines `parser`'s class, or None."""
+    for klass in type(parser).__mro__:
+        for attr in vars(klass).values():
+            namespace = getattr(getattr(attr, "__func__", attr), "__globals__", None)
+            if (
+                namespace
+                and namespace.get("ResponseParser") is klass
+                and isinstance(namespace.get("TEMPLATE"), dict)
+            ):
+                return namespace["TEMPLATE"]
+    return None
+
+
+def _new_id() -> str:
+    return "call_" + secrets.token_hex(12)
+
+
+def _calls(value: Any) -> list[dict]:
+    """The call dicts of a tool_calls value, in order (transform_each with repeats nests lists)."""
+    if isinstance(value, list):
+        return [call for item in value for call in _calls(item)]
+    return [value] if isinstance(value, dict) else []
+
+
+def _loads_same(text: str, value: Any) -> bool:
+    try:
+        return same_value(json.loads(text), value)
+    except (ValueError, RecursionError):
+        return False
+
+
+class _TextField:
+    """One field sent as `content` or `reasoning_content`: its segments, and what each has sent."""
+
+    def __init__(self, key: str, spec: dict, default: Any) -> None:
+        self.key = key
+        args = spec.get("content_args")
+        self.streams = spec.get("content", "text") == "text" and spec.get("transform") is None
+        self.strip = bool(args.get("strip", True)) if isinstance(args, dict) else True
+        self.join = spec.get("join") if spec.get("repeats") else None
+        self.values = 1 if isinstance(default, str) else 0  # earlier values a join goes after
+        self.segment: Stripper | None = None
+        self.sent: list[str] = []
+        self.joined = False
+
+    def open(self) -> None:
+        self.segment, self.sent, self.joined = Stripper(self.strip), [], False
+
+    def chunk(self, text: str) -> str:
+        if self.segment is None:
+            self.open()
+        return self._out(self.segment.feed(text)) if self.streams else ""
+
+    def close(self, value: Any) -> str:
+        out = ""
+        sent = "".join(self.sent)
+        if isinstance(value, str) and value.startswith(sent):
+            out = self._out(value[len(sent) :], closing=True)
+        self.values += 1
+        self.segment = None
+        return out
+
+    def _out(self, text: str, closing: bool = False) -> str:
+        if not text and not closing:
+            return ""
+        lead = ""
+        if self.join is not None and self.values and not self.joined:
+            lead, self.joined = self.join, True  # the oracle joins empty segments too (quirk Q1)
+        self.sent.append(text)
+        return lead + text
+
+
+class DeltaStream:
+    """OpenAI `chat.completion.chunk` deltas from a `ResponseParser`; see the module docstring for the rules.
+
+    `template` is needed only for parsers that do not come from a generated module (transformers' own);
+    `tools` must be the tools the parser was built with (they decide how arguments are typed); by
+    default they are read from the parser. `new_id` makes the id of a call the template gives none.
+    """
+
+    def __init__(
+        self,
+        parser: Any,
+        *,
+        template: dict | None = None,
+        tools: list | None = None,
+        new_id: Callable[[], str] = _new_id,
+    ) -> None:
+        template = template if template is not None else template_of(parser)
+        if not isinstance(template, dict) or not isinstance(template.get("fields"), dict):
+            raise TypeError("DeltaStream: cannot find the parser's response template; pass template=")
+        self.parser = parser
+        self.message: dict | None = None
+        self.calls: list[dict] = []  # {"index", "id", "name"} of every call sent, in order
+        defaults = template.get("defaults") or {}
+        self._texts: dict[str, _TextField] = {}
+        for name, spec in template["fields"].items():
+            key = (
+                "content" if name == "content" else "reasoning_content" if name in REASONING_FIELDS else None
+            )
+            if key is not None and isinstance(spec, dict):
+                self._texts[name] = _TextField(key, spec, defaults.get(name) if spec.get("join") else None)
+        spec = template["fields"].get("tool_calls")
+        self._shape = shape_of(spec) if isinstance(spec, dict) else None
+        if tools is not None:
+            self._params = tool_params(tools)
+        else:
+            self._params = getattr(parser, "_tools", None) or getattr(parser, "_tool_params", None) or {}
+        self._new_id = new_id
+        self._fed = ""  # everything fed so far
+        self._floor = 0  # where in it the parser has certainly consumed up to (a lower bound)
+        self._region: ToolRegion | None = None
+        self._items: dict[int, int] = {}  # call number inside the open region -> index in the stream
+        self._deltas: list[dict] = []
+        self._mismatch: _Mismatch | None = None  # the first call found to contradict what was sent
+        self._state = "live"
+        try:
+            self._pristine = copy.deepcopy(parser)
+        except Exception:  # a parser that cannot be copied only loses the replay after a failure
+            self._pristine = None
+        self._run(parser.initial_events, eos=False)
+
+    # -- public --------------------------------------------------------------------------------------
+
+    def feed(self, text: str) -> list[dict]:
+        """The deltas this piece of model output makes certain (those of the prefix come with the first)."""
+        self._live()
+        try:
+            events = self.parser.feed(text)
+        except Exception as error:
+            self._replay(text)
+            raise self._failure(error, eos=False) from error
+        self._grow(text)
+        self._run(events, eos=False)
+        return self._take()
+
+    def finish(self) -> tuple[list[dict], str]:
+        """End the stream: the last deltas and the finish reason ("tool_calls" or "stop")."""
+        self._live()
+        try:
+            message, events = self.parser.finalize()
+        except Exception as error:
+            raise self._failure(error, eos=True) from error
+        self._run(events, eos=True)
+        self.message = message
+        self._state = "finished"
+        return self._take(), "tool_calls" if self.calls else "stop"
+
+    # -- events --------------------------------------------------------------------------------------
+
+    def _grow(self, text: str) -> None:
+        grown, self._fed = self._fed, ""
+        grown += text  # extended in place while this is its only reference (see respc.tool_args)
+        self._fed = grown
+
+    def _live(self) -> None:
+        if self._state != "live":
+            raise RuntimeError(f"DeltaStream already {self._state}")
+
+    def _run(self, events: list[dict], eos: bool) -> None:
+        self._mismatch = None
+        self._process(events)
+        mismatch = self._mismatch
+        if mismatch is not None:
+            self._state = "failed"
+            raise DeltaStreamError(
+                str(mismatch),
+                deltas=self._take(),
+                reason="cut_off" if eos else "mismatch",
+                index=mismatch.index,
+                raw=mismatch.raw,
+            )
+
+    def _process(self, events: list[dict]) -> None:
+        for at, event in enumerate(events):
+            kind, field = event["type"], event["field"]
+            if kind == "region_chunk":
+                # The first place the chunk can be at or after the floor is not after where it is.
+                found = self._fed.find(event["text"], self._floor)
+                self._floor = found + len(event["text"]) if found >= 0 else self._floor
+            text = self._texts.get(field)
+            if text is not None:
+                if kind == "region_open":
+                    text.open()
+                elif kind == "region_chunk":
+                    self._text(text.key, text.chunk(event["text"]))
+                else:
+                    self._text(text.key, text.close(event["value"]))
+            elif field == "tool_calls" and self._shape is not None:
+                if kind == "region_open" or self._region is None:
+                    self._region = ToolRegion(self._shape, self._captures(events, at), self._params)
+                    self._items = {}
+                    self._ops(self._region.start())
+                if kind == "region_chunk":
+                    self._ops(self._region.feed(event["text"]))
+                elif kind == "region_close":
+                    self._ops(self._region.close())
+                    try:
+                        self._settle(event["value"])
+                    except _Mismatch as mismatch:  # reported once the text these events carry is sent
+                        mismatch.raw = "".join(self._region.raw)
+                        self._mismatch = self._mismatch or mismatch
+                    self._region = None
+
+    def _captures(self, events: list[dict], at: int) -> dict | None:
+        """The open-pattern groups of the tool call opened by `events[at]`, found by re-running the pattern.
+
+        Only a region still open after these events needs them (one that also closes here is sent from
+        its value). Its open match is then the leftmost one after the text the parser has certainly
+        consumed whose end is followed by the body these events route into it (after that body the
+        parser holds back at most a partial delimiter).
+        """
+        pattern = self._shape.open_re
+        if pattern is None:
+            return {}
+        if events[at]["type"] != "region_open":
+            return None
+        body = []
+        for event in events[at + 1 :]:
+            if event["type"] != "region_chunk":
+                return None
+            body.append(event["text"])
+        after, text = "".join(body), self._fed
+        limit, start = len(text) - len(after), self._floor
+        while start <= limit:
+            match = pattern.search(text, start)
+            if match is None or match.start() > limit:
+                return None
+            if match.end() <= limit and text.startswith(after, match.end()):
+                self._floor = match.end()
+                return {key: value for key, value in match.groupdict().items() if value is not None}
+            start = match.start() + 1
+        return None
+
+    def _settle(self, value: Any) -> None:
+        """Check the calls of a closed region against what was sent, and send what remains."""
+        region, calls = self._region, _calls(value)
+        for item, call in enumerate(calls):
+            call_id, name, arguments = call_parts(call)
+            tracked = region.calls.get(item)
+            if tracked is None or not tracked.announced:
+                self._announce(call_id if isinstance(call_id, str) else None, name)
+                self._args(len(self.calls) - 1, json.dumps(arguments, ensure_ascii=False))
+                continue
+            index = self._items[item]
+            if name != tracked.name or (region.shape.call_id is not None and call_id != tracked.call_id):
+                raise _Mismatch(f"tool call {index}: the final name or id differs from the one sent", index)
+            sent = "".join(tracked.sent)
+            rest = region.rest_of(item)
+            whole = [] if sent else [json.dumps(arguments, ensure_ascii=False)]
+            choices = ([rest] if rest is not None else []) + whole
+            for choice in choices:
+                if _loads_same(sent + choice, arguments):
+                    self._args(index, choice)
+                    break
+            else:
+                raise _Mismatch(
+                    f"tool call {index}: the arguments sent cannot complete to the final ones", index
+                )
+        for item in region.calls:
+            if item >= len(calls) and region.calls[item].announced:
+                index = self._items[item]
+                raise _Mismatch(f"tool call {index} was sent but is not in the final message", index)
+
+    def _ops(self, ops: list[tuple]) -> None:
+        for op in ops:
+            call = self._region.calls[op[1]]
+            if op[0] == "header":
+                self._announce(call.call_id if isinstance(call.call_id, str) else None, call.name)
+                self._items[op[1]] = len(self.calls) - 1
+            else:
+                self._args(self._items[op[1]], op[2])
+
+    # -- deltas --------------------------------------------------------------------------------------
+
+    def _text(self, key: str, text: str) -> None:
+        if not text:
+            return
+        last = self._deltas[-1] if self._deltas else None
+        if last is not None and list(last) == [key]:
+            last[key] += text
+        else:
+            self._deltas.append({key: text})
+
+    def _announce(self, call_id: str | None, name: Any) -> None:
+        call_id = call_id if call_id is not None else self._new_id()
+        index = len(self.calls)
+        self.calls.append({"index": index, "id": call_id, "name": name})
+        entry = {
+            "index": index,
+            "id": call_id,
+            "type": "function",
+            "function": {"name": name, "arguments": ""},
+        }
+        self._deltas.append({"tool_calls": [entry]})
+
+    def _args(self, index: int, text: str) -> None:
+        if not text:
+            return
+        last = self._deltas[-1] if self._deltas else None
+        if last is not None and list(last) == ["tool_calls"]:
+            entry = last["tool_calls"][0]
+            if entry["index"] == index and "id" not in entry:
+                entry["function"]["arguments"] += text
+                return
+        self._deltas.append({"tool_calls": [{"index": index, "function": {"arguments": text}}]})
+
+    def _take(self) -> list[dict]:
+        deltas, self._deltas = self._deltas, []
+        return deltas
+
+    # -- failures ------------------------------------------------------------------------------------
+
+    def _replay(self, text: str) -> None:
+        """Recover the events the parser lost in the failing `feed` (quirk Q6), one character at a time."""
+        if self._pristine is None:
+            return
+        clone = copy.deepcopy(self._pristine)
+        try:
+            clone.feed(self._fed)
+            for char in text:
+                events = clone.feed(char)
+                self._grow(char)
+                self._process(events)
+        except Exception:  # the failure itself, now at its exact character (or a mismatch just before it)
+            return
+
+    def _failure(self, error: Exception, eos: bool) -> DeltaStreamError:
+        self._state = "failed"
+        region = self._region
+        in_call = region is not None or (eos and getattr(self.parser, "_current", None) == "tool_calls")
+        announced = [self._items[item] for item in sorted(self._items)] if region is not None else []
+        index = announced[-1] if announced else None
+        first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
+        if in_call:
+            reason = "cut_off" if eos else "malformed"
+            where = f"tool call {index}" if index is not None else "a tool call"
+            message = f"{where} {'was cut off' if eos else 'is malformed'}: {first_line}"
+        else:
+            reason, message = "parser", f"the parser failed: {type(error).__name__}: {first_line}"
+        raw = "".join(region.raw) if region is not None else ""
+        return DeltaStreamError(message, deltas=self._take(), reason=reason, index=index, raw=raw)

@@ -1,0 +1,802 @@
+"""Tool-call arguments as they are generated: the incremental half of `respc.serving.DeltaStream`.
+
+A tool-call region's body grows chunk by chunk, but its value exists only when the region closes. The
+builders here turn the growing body into OpenAI `arguments` text while the call is generated, and send
+only text the final value cannot contradict: for JSON bodies the raw text of the arguments value (after
+the template's JSON dialect rewrites), for xml-inline parameters JSON built one parameter at a time, with
+string values streamed as JSON-escaped fragments once they are certain to stay strings. Where the
+template's shape is not one they understand, the call is sent whole when its region closes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import regex
+
+from respc.runtime.content import parse_content
+from respc.runtime.tools import coerce, schema_types
+from respc.runtime.transform import PLACEHOLDER
+
+__all__ = ["CallShape", "Stripper", "ToolRegion", "call_parts", "same_value", "shape_of"]
+
+# Types `tools=` coercion casts a string to; "string" and unknown types never cast (quirk Q32).
+_CASTING_TYPES = frozenset({"integer", "number", "boolean", "null", "object", "array"})
+# First characters `json.loads` can accept as a value; any other first character makes a value parsed
+# with `json` + `allow_non_json` a plain string.
+_JSON_STARTS = frozenset('{["-0123456789tfnNI')
+_JSON_SPACE = " \t\n\r"
+_WORD = regex.compile(r"\w")
+_STRING_RUN = regex.compile(r'[^"\\]+')
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Equal as JSON values, with types kept apart (1 is not 1.0 nor True) and NaN equal to NaN."""
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or (a != a and b != b)
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def call_parts(call: dict) -> tuple[Any, Any, Any]:
+    """A final tool call's (id, name, arguments): the `function` dict if there is one, else the call itself.
+
+    `arguments` falls back to `parameters` (some models write that key), then to `{}`.
+    """
+    function = call.get("function")
+    function = function if isinstance(function, dict) else call
+    arguments = function["arguments"] if "arguments" in function else function.get("parameters", {})
+    return call.get("id"), function.get("name"), arguments
+
+
+def _escape(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)[1:-1]
+
+
+class Stripper:
+    """Streams text whose final value is `str.strip()`ped: leading whitespace is dropped and trailing
+    whitespace held until something follows it, so what was sent is always a prefix of the final value."""
+
+    def __init__(self, strip: bool) -> None:
+        self.strip = strip
+        self.started = False
+        self.held = ""
+
+    def feed(self, text: str) -> str:
+        if not self.strip:
+            return text
+        if not self.started:
+            text = text.lstrip()
+            if not text:
+                return ""
+            self.started = True
+        text = self.held + text
+        kept = text.rstrip()
+        self.held = text[len(kept) :]
+        return kept
+
+
+# ---------------------------------------------------------------------------------------------------
+# What the template's tool_calls field looks like.
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a part of a call comes from: an open-pattern capture, a path in the content, or a literal."""
+
+    kind: str  # "capture", "content" or "literal"
+    name: str = ""
+    path: tuple = ()
+    value: Any = None
+
+
+@dataclass(frozen=True)
+class XmlTags:
+    """An xml-inline `tag_pattern` cut around its `value` group, so a value can stream before it ends."""
+
+    tag: Any  # the whole pattern
+    head: Any  # up to the value: holds the `key` group
+    tail: Any | None  # after the value; None when the value cannot stream (not `.*?`, or a backreference)
+    value_parser: dict | None
+
+
+@dataclass(frozen=True)
+class CallShape:
+    """How to find a call's name, id and arguments in a tool_calls region while it is generated."""
+
+    mode: str  # "json", "xml", or "final" (sent whole at close)
+    each: bool = False  # transform_each: the content is a list, one call per item
+    name: Source | None = None
+    call_id: Source | None = None
+    arguments: tuple = ()  # alternative content paths of the arguments, preferred first
+    coerces: bool = False  # the call has a `function` dict, so `tools=` coercion applies to it
+    open_re: Any = None
+    dialect: dict = field(default_factory=dict)
+    xml: XmlTags | None = None
+
+
+def _placeholder(node: Any) -> tuple | None:
+    if isinstance(node, str):
+        match = PLACEHOLDER.fullmatch(node)
+        if match:
+            return tuple(match.group(1).split("."))
+    return None
+
+
+def _source(node: Any, groups: set, each: bool) -> Source | None:
+    path = _placeholder(node)
+    if path is None:
+        return None if node is None or isinstance(node, (dict, list)) else Source("literal", value=node)
+    root, rest = path[0], path[1:]
+    if root in groups and not rest:
+        return Source("capture", name=root)
+    if each:
+        return Source("content", path=path)
+    return Source("content", path=rest) if root == "content" else None
+
+
+def _split_value_group(pattern: str) -> tuple[str, str, str] | None:
+    """`pattern` cut into (before, inside, after) the `(?P<value>...)` group, or None."""
+    start = pattern.find("(?P<value>")
+    if start < 0:
+        return None
+    depth, i, in_class = 0, start, False
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+            if pattern[i + 1 : i + 2] == "]":
+                i += 1
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0:
+                return pattern[:start], pattern[start + len("(?P<value>") : i], pattern[i + 1 :]
+        i += 1
+    return None
+
+
+def _xml_tags(args: dict) -> XmlTags | None:
+    pattern = args.get("tag_pattern")
+    if not isinstance(pattern, str) or args.get("merge_duplicates"):
+        return None
+    try:
+        tag = regex.compile(pattern, regex.DOTALL)
+    except (regex.error, TypeError):
+        return None
+    if "key" not in tag.groupindex or "value" not in tag.groupindex:
+        return None
+    parts = _split_value_group(pattern)
+    if parts is None:
+        return None
+    before, inside, after = parts
+    try:
+        head = regex.compile(before, regex.DOTALL)
+    except regex.error:
+        return None
+    if "key" not in head.groupindex:
+        return None
+    tail = None
+    if inside == ".*?":
+        try:
+            tail = regex.compile(after, regex.DOTALL)
+        except regex.error:  # a backreference to the key: the value is sent when its tag completes
+            tail = None
+    value_parser = args.get("value_parser")
+    return XmlTags(tag, head, tail, value_parser if isinstance(value_parser, dict) else None)
+
+
+def shape_of(spec: dict) -> CallShape:
+    """Read the tool_calls field of a template: which parts of a call can be known before it closes."""
+    try:
+        return _shape_of(spec)
+    except (TypeError, AttributeError, regex.error):  # a template the parser itself fails on at close
+        return CallShape("final")
+
+
+def _shape_of(spec: dict) -> CallShape:
+    transform, each = spec.get("transform"), bool(spec.get("transform_each"))
+    open_re = None
+    if isinstance(spec.get("open_pattern"), str):
+        open_re = regex.compile(spec["open_pattern"], regex.DOTALL)
+    groups = set(open_re.groupindex) if open_re is not None else set()
+    if not isinstance(transform, dict):
+        return CallShape("final")
+    function = transform.get("function")
+    coerces = isinstance(function, dict) or _placeholder(function) is not None
+    function = transform if function is None else function
+    if _placeholder(function) is not None:
+        base = _placeholder(function)
+        name = _source("{" + ".".join((*base, "name")) + "}", groups, each)
+        arguments = tuple(
+            _source("{" + ".".join((*base, key)) + "}", groups, each) for key in ("arguments", "parameters")
+        )
+    elif isinstance(function, dict):
+        name = _source(function.get("name"), groups, each)
+        key = "arguments" if "arguments" in function else "parameters"
+        arguments = (_source(function.get(key), groups, each),)
+    else:
+        return CallShape("final")
+    call_id = _source(transform.get("id"), groups, each) if "id" in transform else None
+    usable = name is not None and all(a is not None and a.kind == "content" for a in arguments)
+    if call_id is not None and call_id.kind == "content" and spec.get("content") != "json":
+        usable = False
+    common = dict(each=each, name=name, call_id=call_id, coerces=coerces, open_re=open_re)
+    args = spec.get("content_args") or {}
+    content = spec.get("content", "text")
+    if usable and content == "json":
+        delims = args.get("string_delims") or []
+        if len(delims) > 1 or not all(_plain_pair(pair) for pair in delims):
+            return CallShape("final")
+        return CallShape("json", arguments=tuple(a.path for a in arguments), dialect=args, **common)
+    if usable and content == "xml-inline" and not each and name.kind != "content":
+        xml = _xml_tags(args)
+        if xml is not None and [a.path for a in arguments][:1] == [()]:
+            return CallShape("xml", arguments=((),), xml=xml, **common)
+    return CallShape("final")
+
+
+def _plain_pair(pair: Any) -> bool:
+    """A string_delims pair the rewrite below follows: two non-empty strings, the opener not a word."""
+    if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+        return False
+    return all(isinstance(d, str) and d for d in pair) and not _WORD.match(pair[0][0])
+
+
+# ---------------------------------------------------------------------------------------------------
+# JSON bodies: the dialect rewrite, a scanner that tracks where each value starts and ends, and the calls.
+
+
+class _Dialect:
+    """The json parser's `string_delims` (one pair) and `unquoted_keys` rewrites, applied as text arrives.
+
+    Both rewrites run over the whole body upstream, ordinary JSON strings included (quirk Q13); this does
+    the same, holding back only what the next characters could still change (a partial delimiter, a word
+    that may be followed by `:`).
+    """
+
+    def __init__(self, args: dict) -> None:
+        delims = args.get("string_delims") or []
+        self.delims = tuple(delims[0]) if delims else None
+        self.unquoted = bool(args.get("unquoted_keys"))
+        self.pending = ""
+        self.in_string = False
+        self.after_brace = False  # the last character outside extracted strings was `{` or `,`
+
+    def feed(self, text: str, final: bool = False) -> str:
+        buf, out, i = self.pending + text, [], 0
+        opener, closer = self.delims or ("", "")
+        while i < len(buf):
+            if self.in_string:
+                at = buf.find(closer, i)
+                if at < 0:
+                    keep = 0 if final else _partial_suffix(buf, i, closer)
+                    out.append(_escape(buf[i : len(buf) - keep]))
+                    i = len(buf) - keep
+                    break
+                out.append(_escape(buf[i:at]) + '"')
+                i, self.in_string, self.after_brace = at + len(closer), False, False
+                continue
+            if opener:
+                if buf.startswith(opener, i):
+                    out.append('"')
+                    i, self.in_string = i + len(opener), True
+                    continue
+                if not final and opener.startswith(buf[i:]):
+                    break
+            if self.unquoted and self.after_brace:
+                end = i
+                while end < len(buf) and _WORD.match(buf[end]):
+                    end += 1
+                if end == len(buf) and not final:
+                    break
+                if end > i and buf.startswith(":", end):
+                    out.append(f'"{buf[i:end]}":')
+                    i, self.after_brace = end + 1, False
+                    continue
+                if end > i:
+                    out.append(buf[i:end])
+                    i, self.after_brace = end, False
+                    continue
+            char = buf[i]
+            out.append(char)
+            self.after_brace = char in "{,"
+            i += 1
+        self.pending = buf[i:]
+        return "".join(out)
+
+
+def _partial_suffix(buf: str, start: int, literal: str) -> int:
+    """How many trailing characters of `buf[start:]` form a proper prefix of `literal`."""
+    for size in range(min(len(literal) - 1, len(buf) - start), 0, -1):
+        if literal.startswith(buf[len(buf) - size :]):
+            return size
+    return 0
+
+
+class _Frame:
+    __slots__ = ("array", "key", "state")
+
+    def __init__(self, array: bool) -> None:
+        self.array = array
+        self.key: Any = -1 if array else None
+        self.state = "first"  # first, key, colon, value, after
+
+
+class _JsonScan:
+    """Walks JSON text as it arrives and tells its sink where each value starts and ends, by path.
+
+    Only the structure is followed; anything that is not JSON stops the walk (`broken`), and the
+    region's value, parsed at close, then settles what the call was.
+    """
+
+    def __init__(self, sink: Any) -> None:
+        self.sink = sink
+        self.text = ""
+        self.pos = 0
+        self.stack: list[_Frame] = []
+        self.root_done = False
+        self.broken = False
+        self.string_start = -1  # inside a string that started here
+        self.string_is_key = False
+        self.scalar_start = -1
+
+    def path(self) -> tuple:
+        return tuple(frame.key for frame in self.stack)
+
+    def feed(self, text: str, final: bool = False) -> None:
+        # Grown through a local that holds the only reference, so CPython extends it in place: `self.text
+        # += text` would copy the whole body on every feed (quadratic over a long argument).
+        body, self.text = self.text, ""
+        body += text
+        self.text = text = body
+        i = self.pos
+        while i < len(text) and not self.broken:
+            if self.string_start >= 0:
+                after = self._string(text, i)
+                if after is None:
+                    break  # a backslash at the very end waits for the character it escapes
+                i = after
+                continue
+            char = text[i]
+            if self.scalar_start >= 0:
+                if char.isalnum() or char in "+-.":
+                    i += 1
+                    continue
+                self.scalar_start = -1
+                self._end_value(i)
+            if char not in _JSON_SPACE:
+                self._token(char, i)
+            i += 1
+        self.pos = i
+        if final and self.scalar_start >= 0 and not self.broken:
+            self.scalar_start = -1
+            self._end_value(len(text))
+
+    def _string(self, text: str, i: int) -> int | None:
+        run = _STRING_RUN.match(text, i)
+        if run:
+            return run.end()
+        if text[i] == "\\":
+            return i + 2 if i + 1 < len(text) else None
+        start, self.string_start = self.string_start, -1
+        if self.string_is_key:
+            frame = self.stack[-1]
+            try:
+                frame.key = json.loads(text[start : i + 1])
+            except ValueError:
+                self.broken = True
+            frame.state = "colon"
+        else:
+            self._end_value(i + 1)
+        return i + 1
+
+    def _token(self, char: str, i: int) -> None:
+        frame = self.stack[-1] if self.stack else None
+        if frame is None:
+            if self.root_done:
+                self.broken = True
+            else:
+                self._start_value(char, i)
+            return
+        state = frame.state
+        if not frame.array and state in ("first", "key"):
+            if char == '"':
+                self.string_start, self.string_is_key = i, True
+            elif char == "}" and state == "first":
+                self._close(i)
+            else:
+                self.broken = True
+        elif state == "colon":
+            frame.state = "value"
+            self.broken = char != ":"
+        elif state == "after":
+            if char == ",":
+                frame.state = "value" if frame.array else "key"
+            elif char == ("]" if frame.array else "}"):
+                self._close(i)
+            else:
+                self.broken = True
+        elif frame.array and state == "first" and char == "]":
+            self._close(i)
+        else:  # a value is expected
+            if frame.array:
+                frame.key += 1
+            frame.state = "after"
+            self._start_value(char, i)
+
+    def _start_value(self, char: str, i: int) -> None:
+        if char not in '{["-' and not char.isalnum():
+            self.broken = True
+            return
+        self.sink.value_start(self.path(), i)
+        if char in "{[":
+            self.stack.append(_Frame(char == "["))
+        elif char == '"':
+            self.string_start, self.string_is_key = i, False
+        else:
+            self.scalar_start = i
+
+    def _close(self, i: int) -> None:
+        self.stack.pop()
+        self._end_value(i + 1)
+
+    def _end_value(self, end: int) -> None:
+        if not self.stack:
+            self.root_done = True
+        self.sink.value_end(self.path(), end)
+
+
+@dataclass
+class _Call:
+    """One call inside a region, as far as it has been generated."""
+
+    name: Any = None
+    call_id: Any = None
+    announced: bool = False
+    args_path: tuple | None = None
+    args_end: int = -1
+    sent_to: int = -1  # offset in the (rewritten) body up to which arguments were sent
+    member: int = -1  # start of the argument member being generated, if it is a string or an array
+    members: dict = field(default_factory=dict)  # start -> (end, key) of string and array members
+    starts: dict = field(default_factory=dict)  # path -> start of the name and id values
+    sent: list = field(default_factory=list)
+
+
+class ToolRegion:
+    """One open tool_calls region: takes its body chunks and yields operations, in order:
+    ("header", item) once a call's name (and id, if the template has one) is known, then
+    ("args", item, text) for each certain piece of its arguments.
+
+    `item` numbers the calls inside the region (transform_each regions hold several); the stream gives
+    announced calls their global index and id.
+    """
+
+    def __init__(self, shape: CallShape, captures: dict | None, params: dict) -> None:
+        self.shape = shape
+        self.captures = captures
+        self.params = params
+        self.calls: dict[int, _Call] = {}
+        self.ops: list[tuple] = []
+        self.raw: list[str] = []
+        self.mode = "final" if captures is None and _needs_captures(shape) else shape.mode
+        if self.mode == "json":
+            self.dialect = _Dialect(shape.dialect) if _has_dialect(shape.dialect) else None
+            self.scan = _JsonScan(self)
+        elif self.mode == "xml":
+            call = self._call(0)
+            self.xml = _XmlArgs(shape.xml, lambda key: self._types(call.name, key))
+            if self._ready(call):
+                call.announced = True
+                self.ops.append(("header", 0))
+                self._send(0, "{")
+
+    def start(self) -> list[tuple]:
+        """The operations known as soon as the region opens (an xml call's name comes from its open tag)."""
+        return self._take()
+
+    def feed(self, text: str) -> list[tuple]:
+        """The operations this piece of body makes certain."""
+        self.raw.append(text)
+        if self.mode == "json":
+            self.scan.feed(self.dialect.feed(text) if self.dialect else text)
+            self._flush_json()
+        elif self.mode == "xml":
+            self._send(0, self.xml.feed(text))
+        return self._take()
+
+    def close(self) -> list[tuple]:
+        """The operations the end of the body makes certain; the region's value settles the rest."""
+        if self.mode == "json":
+            self.scan.feed(self.dialect.feed("", final=True) if self.dialect else "", final=True)
+            self._flush_json()
+        elif self.mode == "xml":
+            self._send(0, self.xml.feed("", closed=True))
+        return self._take()
+
+    def rest_of(self, item: int) -> str | None:
+        """The rest of an announced call's arguments text once its body is complete; None if unknown."""
+        call = self.calls[item]
+        if self.mode == "xml":
+            return self.xml.finish()
+        if call.args_end < 0 or self.scan.broken:
+            return None
+        return self._render(call, call.args_end)
+
+    # -- shared --------------------------------------------------------------------------------------
+
+    def _take(self) -> list[tuple]:
+        ops, self.ops = self.ops, []
+        return ops
+
+    def _send(self, item: int, text: str) -> None:
+        call = self.calls.get(item)
+        if text and call is not None and call.announced:
+            call.sent.append(text)
+            self.ops.append(("args", item, text))
+
+    def _call(self, item: int) -> _Call:
+        call = self.calls.get(item)
+        if call is None:
+            call = self.calls[item] = _Call()
+            call.name = self._known(self.shape.name)
+            call.call_id = self._known(self.shape.call_id)
+        return call
+
+    def _known(self, source: Source | None) -> Any:
+        if source is None or source.kind == "content":
+            return None
+        if source.kind == "literal":
+            return source.value
+        return (self.captures or {}).get(source.name)
+
+    def _ready(self, call: _Call) -> bool:
+        return isinstance(call.name, str) and (self.shape.call_id is None or call.call_id is not None)
+
+    def _types(self, name: Any, key: Any) -> tuple:
+        """The types `tools=` coercion would try on argument `key` of tool `name`, if it can cast at all."""
+        if not self.shape.coerces or not isinstance(name, str):
+            return ()
+        properties = self.params.get(name)
+        if not properties or key not in properties:
+            return ()
+        types = schema_types(properties[key])
+        return types if _CASTING_TYPES.intersection(types) else ()
+
+    # -- JSON ----------------------------------------------------------------------------------------
+
+    def _locate(self, path: tuple) -> tuple[int, tuple] | None:
+        if not self.shape.each:
+            return 0, path
+        if path and isinstance(path[0], int):
+            return path[0], path[1:]
+        return None
+
+    def value_start(self, path: tuple, offset: int) -> None:
+        where = self._locate(path)
+        if where is None:
+            return
+        item, rel = where
+        call = self._call(item)
+        if call.args_path is None:
+            if rel in self.shape.arguments:
+                call.args_path, call.sent_to = rel, offset
+        elif call.args_end < 0 and rel[:-1] == call.args_path and len(rel) == len(call.args_path) + 1:
+            if self.scan.text[offset] in '"[':
+                call.member = offset
+                call.members[offset] = (-1, rel[-1])
+        for source in (self.shape.name, self.shape.call_id):
+            if source is not None and source.kind == "content" and source.path == rel:
+                call.starts[rel] = offset
+
+    def value_end(self, path: tuple, end: int) -> None:
+        where = self._locate(path)
+        if where is None:
+            return
+        item, rel = where
+        call = self._call(item)
+        if call.args_path is not None and call.args_end < 0:
+            if rel == call.args_path:
+                call.args_end = end
+            elif call.member >= 0 and rel[:-1] == call.args_path:
+                call.members[call.member] = (end, rel[-1])
+                call.member = -1
+        for source, attr in ((self.shape.name, "name"), (self.shape.call_id, "call_id")):
+            # Once announced, a call keeps its name and id: a later duplicate key then shows as a mismatch.
+            if call.announced or source is None or source.kind != "content":
+                continue
+            if source.path == rel and rel in call.starts:
+                try:
+                    value = json.loads(self.scan.text[call.starts[rel] : end])
+                except ValueError:
+                    value = None
+                setattr(call, attr, value if isinstance(value, str) else None)
+
+    def _flush_json(self) -> None:
+        for item in sorted(self.calls):
+            call = self.calls[item]
+            if not call.announced and self._ready(call):
+                call.announced = True
+                self.ops.append(("header", item))
+            if not call.announced or call.args_path is None or self.scan.broken:
+                continue
+            limit = call.args_end if call.args_end >= 0 else self.scan.pos
+            if call.member >= 0 and self._types(call.name, call.members[call.member][1]):
+                limit = min(limit, call.member)  # coercion may rewrite this member: wait for its end
+            self._send(item, self._render(call, limit))
+
+    def _render(self, call: _Call, limit: int) -> str:
+        """Arguments text from where sending stopped up to `limit`, with members coercion casts rewritten."""
+        text, out, at = self.scan.text, [], call.sent_to
+        for start, (stop, key) in call.members.items():
+            if start < at or stop < 0 or stop > limit:
+                continue
+            cast = self._coerced(call.name, key, text[start:stop])
+            if cast is not None:
+                out.append(text[at:start] + cast)
+                at = stop
+        if limit > at:
+            out.append(text[at:limit])
+            at = limit
+        call.sent_to = at
+        return "".join(out)
+
+    def _coerced(self, name: Any, key: Any, raw: str) -> str | None:
+        types = self._types(name, key)
+        if not types:
+            return None
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            return None
+        if isinstance(value, str):
+            cast: Any = coerce(value, types)
+        elif isinstance(value, list) and "array" not in types:
+            cast = [coerce(v, types) if isinstance(v, str) else v for v in value]
+        else:
+            return None
+        return None if same_value(cast, value) else json.dumps(cast, ensure_ascii=False)
+
+
+def _has_dialect(args: dict) -> bool:
+    return bool(args.get("string_delims")) or bool(args.get("unquoted_keys"))
+
+
+def _needs_captures(shape: CallShape) -> bool:
+    return any(s is not None and s.kind == "capture" for s in (shape.name, shape.call_id))
+
+
+# ---------------------------------------------------------------------------------------------------
+# xml-inline parameters.
+
+
+class _XmlArgs:
+    """Builds the JSON object of xml-inline parameters as their tags arrive.
+
+    Each member is sent with its value: strings as JSON-escaped fragments once certain to stay strings
+    (no value parser or `text`, or `json` with `allow_non_json` on text that cannot be JSON, and no
+    `tools=` type that would cast it), other values when their tag completes. It follows what
+    `finditer` over the final body will match: the leftmost head, then the leftmost tail after it (the
+    value is a lazy `.*?`).
+    """
+
+    def __init__(self, tags: XmlTags, types: Any) -> None:
+        self.tags = tags
+        self.types = types
+        self.body = ""
+        self.pos = 0
+        self.members = 0
+        self.param: dict | None = None  # the parameter whose tag has started
+        self.lost = False  # the final value can no longer match what was sent
+
+    def feed(self, text: str, closed: bool = False) -> str:
+        body, self.body = self.body, ""
+        body += text  # extended in place: see _JsonScan.feed
+        self.body = body
+        out: list[str] = []
+        tags = self.tags
+        while not self.lost:
+            param = self.param
+            if param is None:
+                head = tags.head.search(body, self.pos, partial=True)
+                if head is None or head.partial or (head.end() == len(body) and not closed):
+                    break
+                param = self.param = {"start": head.start(), "key": head.group("key"), "at": head.end()}
+                param.update(mode=None, seen=0, sent=[], strip=Stripper(self._strips()), since=head.end())
+            tail = None
+            if tags.tail is not None:
+                # The tail cannot start before where it last could: a long value is searched once, not per feed.
+                tail = tags.tail.search(body, param["since"], partial=True)
+                param["since"] = tail.start() if tail is not None else len(body)
+            if tags.tail is None or (tail is not None and not tail.partial):
+                whole = tags.tag.match(body, param["start"])
+                if whole is None or (tags.tail is None and whole.end() == len(body) and not closed):
+                    self.lost = whole is None and tags.tail is not None
+                    break
+                if whole.start("value") != param["at"] or whole.group("key") != param["key"]:
+                    self.lost = True
+                    break
+                out.append(self._complete(param, whole.group("value")))
+                self.pos, self.param = whole.end(), None
+                continue
+            end = tail.start() if tail is not None else len(body)  # the value is certain up to here
+            if param["mode"] is None:
+                param["mode"] = self._decide(param["key"], body[param["at"] : end])
+            if param["mode"] == "string":
+                piece = param["strip"].feed(body[param["at"] + param["seen"] : end])
+                param["seen"] = end - param["at"]
+                param["sent"].append(piece)
+                out.append(self._member(param) + _escape(piece))
+            break
+        return "".join(out)
+
+    def finish(self) -> str | None:
+        """The closing brace, or None when what was sent cannot equal the final arguments."""
+        if self.lost or (self.param is not None and self.param.get("opened")):
+            return None
+        return "}"
+
+    def _strips(self) -> bool:
+        parser = self.tags.value_parser
+        return parser is not None and bool((parser.get("args") or {}).get("strip", True))
+
+    def _decide(self, key: str, certain: str) -> str | None:
+        if self.types(key):
+            return "whole"
+        parser = self.tags.value_parser
+        if parser is None or parser.get("name", "text") == "text":
+            return "string"
+        if parser.get("name") == "json" and (parser.get("args") or {}).get("allow_non_json"):
+            lead = certain.lstrip(_JSON_SPACE)
+            if not lead:
+                return None  # undecided until a character that is not whitespace arrives
+            return "whole" if lead[0] in _JSON_STARTS else "string"
+        return "whole"
+
+    def _member(self, param: dict) -> str:
+        if param.get("opened"):
+            return ""
+        param["opened"] = True
+        separator = ", " if self.members else ""
+        self.members += 1
+        return f"{separator}{json.dumps(param['key'], ensure_ascii=False)}: " + '"'
+
+    def _complete(self, param: dict, raw: Any) -> str:
+        parser = self.tags.value_parser
+        try:
+            value = (
+                raw
+                if parser is None
+                else parse_content(raw, parser.get("name", "text"), parser.get("args", {}))
+            )
+        except Exception:  # the region's parse will fail the same way; nothing more is certain
+            self.lost = True
+            return ""
+        types = self.types(param["key"])
+        if types and isinstance(value, str):
+            value = coerce(value, types)
+        if param.get("opened") or param["mode"] == "string":
+            opening = self._member(param)
+            piece = param["strip"].feed(raw[param["seen"] :])
+            streamed = "".join(param["sent"]) + piece
+            if value != streamed or not isinstance(value, str):
+                self.lost = True
+                return ""
+            return opening + _escape(piece) + '"'
+        separator = ", " if self.members else ""
+        self.members += 1
+        key, value = json.dumps(param["key"], ensure_ascii=False), json.dumps(value, ensure_ascii=False)
+        return f"{separator}{key}: {value}"

@@ -1,0 +1,607 @@
+"""DeltaStream: OpenAI deltas from every fixture template and preset, under every chunking hypothesis
+tries, checked against the parser's own events and final message; plus each documented policy."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import SAMPLES, TEMPLATES
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import respc
+from respc.serving import REASONING_FIELDS, DeltaStream, DeltaStreamError, template_of
+from respc.tool_args import call_parts, same_value, shape_of
+
+ROOT = Path(__file__).parent.parent
+EXAMPLES = int(os.environ.get("RESPC_HYPOTHESIS_EXAMPLES", "60"))
+PRESET_CASES = Path(__file__).parent / "fixtures" / "presets"
+GENERATED_ID = re.compile(r"call_[0-9a-f]{24}\Z")
+SETTINGS = settings(
+    max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True
+)
+
+
+def _presets() -> list[str]:
+    try:
+        return [name for name in respc.presets() if (PRESET_CASES / f"{name}.json").is_file()]
+    except Exception:  # presets not shipped in this checkout
+        return []
+
+
+PRESETS = _presets()
+
+
+def _module(name: str) -> Any:
+    """A fixture template's module, or a preset's for "preset:NAME"."""
+    if name.startswith("preset:"):
+        return respc.load_preset(name.removeprefix("preset:"))
+    return respc.compile_template(TEMPLATES[name])
+
+
+def _cases(name: str) -> list[dict]:
+    if name.startswith("preset:"):
+        return json.loads((PRESET_CASES / f"{name.removeprefix('preset:')}.json").read_text(encoding="utf-8"))
+    return SAMPLES[name]
+
+
+# -- the invariant checker -------------------------------------------------------------------------
+
+
+def _flat(value: Any) -> list[dict]:
+    if isinstance(value, list):
+        return [call for item in value for call in _flat(item)]
+    return [value] if isinstance(value, dict) else []
+
+
+def _reference(make: Any, chunks: list[str], by_char: bool = False) -> tuple[list[dict], dict | None, bool]:
+    """Every event of a parser fed `chunks` (or their characters), its message, and whether it raised."""
+    parser = make()
+    events = list(parser.initial_events)
+    try:
+        for chunk in list("".join(chunks)) if by_char else chunks:
+            events += parser.feed(chunk)
+        message, tail = parser.finalize()
+    except Exception:
+        return events, None, True
+    return events + tail, message, False
+
+
+def _events_of_feeds(make: Any, chunks: list[str]) -> list[dict]:
+    """The events of `chunks` fed to a fresh parser, without finalize."""
+    parser = make()
+    return list(parser.initial_events) + [event for chunk in chunks for event in parser.feed(chunk)]
+
+
+def _expected_text(template: dict, events: list[dict]) -> dict[str, list[tuple[str, list, str]]]:
+    """The documented stream text of each field: its segments in order, joined as the policy says.
+
+    A segment still open after `events` (the parser failed inside a later region) counts with the
+    text it has routed so far, stripped as its value would be.
+    """
+    out: dict[str, list] = {}
+    defaults = template.get("defaults") or {}
+    for name, spec in template["fields"].items():
+        key = "content" if name == "content" else "reasoning_content" if name in REASONING_FIELDS else None
+        if key is None:
+            continue
+        join = spec.get("join") if spec.get("repeats") else None
+        strip = (spec.get("content_args") or {}).get("strip", True)
+        streams = spec.get("content", "text") == "text" and spec.get("transform") is None
+        earlier = 1 if join is not None and isinstance(defaults.get(name), str) else 0
+        parts, values, routed = [], [], None
+        for event in (e for e in events if e["field"] == name):
+            if event["type"] == "region_open":
+                routed = []
+            elif event["type"] == "region_chunk":
+                routed.append(event["text"])
+            else:
+                values.append(event["value"])
+                if isinstance(event["value"], str):
+                    parts.append((join if join is not None and earlier else "") + event["value"])
+                earlier, routed = earlier + 1, None
+        if routed is not None and streams:
+            text = "".join(routed).strip() if strip else "".join(routed)
+            parts.append((join if join is not None and earlier and text else "") + text)
+        out.setdefault(key, []).append(("".join(parts), values, name))
+    return out
+
+
+def _collect(deltas: list[dict]) -> tuple[dict[str, str], list[dict]]:
+    """Concatenated text per key and the calls (id, name, arguments text), checking each delta's shape."""
+    text = {"content": "", "reasoning_content": ""}
+    calls: list[dict] = []
+    for delta in deltas:
+        assert len(delta) == 1, delta
+        ((key, value),) = delta.items()
+        if key in text:
+            assert isinstance(value, str) and value, delta
+            text[key] += value
+            continue
+        assert key == "tool_calls" and len(value) == 1, delta
+        entry = value[0]
+        if "id" in entry:
+            assert entry["index"] == len(calls) and entry["type"] == "function", delta
+            assert entry["function"]["arguments"] == "", delta
+            calls.append({"id": entry["id"], "name": entry["function"]["name"], "arguments": ""})
+        else:
+            assert set(entry) == {"index", "function"} and list(entry["function"]) == ["arguments"], delta
+            assert entry["function"]["arguments"] and entry["index"] < len(calls), delta
+            calls[entry["index"]]["arguments"] += entry["function"]["arguments"]
+    return text, calls
+
+
+def _unterminated(error: DeltaStreamError, shape: Any) -> bool:
+    """The documented case of an xml string parameter cut off before its region ended."""
+    if shape.mode != "xml" or error.reason not in ("mismatch", "cut_off"):
+        return False
+    return len(list(shape.xml.head.finditer(error.raw))) > len(list(shape.xml.tag.finditer(error.raw)))
+
+
+def check_stream(template: dict, make: Any, chunks: list[str], **options: Any) -> str:
+    """Run a DeltaStream over `make()` fed `chunks` and check every documented invariant; returns
+    "ok" or the failure reason (only where the parser itself fails or the policy says so)."""
+    events, message, raised = _reference(make, chunks)
+    deltas: list[dict] = []
+    fed = 0
+    try:
+        stream = DeltaStream(make(), template=template, **options)
+        for chunk in chunks:
+            fed += 1
+            deltas += stream.feed(chunk)
+        fed += 1
+        last, finish_reason = stream.finish()
+        deltas += last
+    except DeltaStreamError as error:
+        deltas += error.deltas
+        text, _ = _collect(deltas)
+        shape = shape_of(template["fields"]["tool_calls"]) if "tool_calls" in template["fields"] else None
+        assert raised or _unterminated(error, shape), f"unexpected {error.reason}: {error}"
+        with pytest.raises(RuntimeError):
+            stream.feed("x")
+        # No content or reasoning is lost: the events a parser fed one character at a time gives
+        # before the failure (it loses none but the failing close) are all in the deltas; after a
+        # mismatch, those of every feed up to the failing one.
+        if raised:
+            before, _, _ = _reference(make, chunks, by_char=True)
+        elif fed > len(chunks):
+            before = events
+        else:
+            before = _events_of_feeds(make, chunks[:fed])
+        for key, items in _expected_text(template, before).items():
+            assert text[key] == "".join(expected for expected, _, _ in items), (key, text[key], error)
+        return error.reason
+    assert not raised, "the parser raised but the stream did not"
+    text, calls = _collect(deltas)
+    for key, items in _expected_text(template, events).items():
+        assert text[key] == "".join(expected for expected, _, _ in items), (key, text[key], items)
+        for expected, values, name in items:
+            if len(values) == 1 and isinstance(values[0], str):  # one segment: exactly the final value
+                assert expected == message.get(name, ""), (name, expected, message)
+    finals = [
+        c
+        for e in events
+        if e["type"] == "region_close" and e["field"] == "tool_calls"
+        for c in _flat(e["value"])
+    ]
+    assert [c["name"] for c in calls] == [call_parts(c)[1] for c in finals], (calls, finals)
+    for got, final in zip(calls, finals):
+        call_id, _, arguments = call_parts(final)
+        assert same_value(json.loads(got["arguments"]), arguments), (got, final)
+        assert got["id"] == call_id if isinstance(call_id, str) else GENERATED_ID.match(got["id"]), got
+    generated = [c["id"] for c in calls if GENERATED_ID.match(c["id"])]
+    assert len(set(generated)) == len(generated)  # ids the template gives may repeat, as the model wrote them
+    spec = template["fields"].get("tool_calls")
+    regions = sum(1 for e in events if e["type"] == "region_close" and e["field"] == "tool_calls")
+    if spec is not None and (spec.get("repeats") or regions <= 1):
+        assert [call_parts(c)[1] for c in _flat(message.get("tool_calls", []))] == [c["name"] for c in calls]
+    assert finish_reason == ("tool_calls" if calls else "stop")
+    assert same_value(stream.message, message) and [c["id"] for c in stream.calls] == [c["id"] for c in calls]
+    return "ok"
+
+
+# -- every template and preset, every chunking ------------------------------------------------------
+
+
+@st.composite
+def chunked(draw: st.DrawFn, text: str) -> list[str]:
+    if not text:
+        return []
+    if draw(st.booleans()):
+        step = draw(st.integers(1, 8))
+        return [text[i : i + step] for i in range(0, len(text), step)]
+    cuts = sorted(set(draw(st.lists(st.integers(1, max(1, len(text) - 1)), max_size=20))))
+    return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)]) if a < b]
+
+
+def _random_tools(rng: st.DrawFn, message: dict) -> list[dict]:
+    kinds = ["integer", "number", "boolean", "string", "array", "object", "null", ["string", "integer"]]
+    tools = []
+    for call in _flat(message.get("tool_calls", [])):
+        _, name, arguments = call_parts(call)
+        if isinstance(name, str) and isinstance(arguments, dict):
+            properties = {key: {"type": rng(st.sampled_from(kinds))} for key in arguments}
+            tools.append(
+                {"type": "function", "function": {"name": name, "parameters": {"properties": properties}}}
+            )
+    return tools
+
+
+@pytest.mark.parametrize("name", sorted(TEMPLATES) + [f"preset:{p}" for p in PRESETS])
+def test_realistic_cases_under_any_chunking(name: str) -> None:
+    module, cases = _module(name), _cases(name)
+    seen: set[str] = set()
+
+    @SETTINGS
+    @given(st.data())
+    def run(data: st.DataObject) -> None:
+        case = data.draw(st.sampled_from(cases))
+        chunks = data.draw(chunked(case["text"]))
+        tools = None
+        if data.draw(st.booleans()):
+            try:
+                tools = _random_tools(data.draw, module.parse_response(case["text"], prefix=case["prefix"]))
+            except Exception:
+                tools = None
+        seen.add(
+            check_stream(module.TEMPLATE, lambda: module.ResponseParser(case["prefix"], tools=tools), chunks)
+        )
+
+    run()
+    for case in cases:  # and the two extreme chunkings of every case
+        for chunks in ([case["text"]], list(case["text"])):
+            make = lambda prefix=case["prefix"]: module.ResponseParser(prefix)  # noqa: E731
+            seen.add(check_stream(module.TEMPLATE, make, chunks))
+    assert "ok" in seen
+
+
+GENERIC = [
+    " ",
+    "\n",
+    "  ",
+    "x",
+    "hi",
+    "{",
+    "}",
+    '"',
+    ":",
+    ",",
+    "[",
+    "]",
+    "<",
+    ">",
+    "/",
+    "é",
+    "\\",
+    "7",
+    "null",
+]
+JSON_PIECES = ['"name": "f"', '"arguments": {', '"a": "x y"', '"b": 7', '{"name": "g", "arguments": {}}']
+
+
+def _atoms(template: dict, cases: list[dict]) -> list[str]:
+    found = []
+    for field in template["fields"].values():
+        for key in ("open", "close"):
+            value = field.get(key)
+            found += [value] if isinstance(value, str) else [v for v in value or [] if isinstance(v, str)]
+    found += [case["text"] for case in cases if case["text"]]
+    return sorted(set(found)) + GENERIC + JSON_PIECES
+
+
+@st.composite
+def adversarial(draw: st.DrawFn, pool: list[str]) -> list[str]:
+    pieces = []
+    for _ in range(draw(st.integers(0, 10))):
+        atom = draw(st.sampled_from(pool))
+        if len(atom) > 1 and draw(st.booleans()):
+            a = draw(st.integers(0, len(atom) - 1))
+            atom = atom[a : draw(st.integers(a + 1, len(atom)))]
+        pieces.append(atom)
+    return draw(chunked("".join(pieces)))
+
+
+@pytest.mark.parametrize("name", sorted(TEMPLATES) + [f"preset:{p}" for p in PRESETS])
+def test_random_texts_keep_the_invariants(name: str) -> None:
+    module = _module(name)
+    pool = _atoms(module.TEMPLATE, _cases(name))
+
+    @SETTINGS
+    @given(adversarial(pool))
+    def run(chunks: list[str]) -> None:
+        check_stream(module.TEMPLATE, lambda: module.ResponseParser(""), chunks)
+
+    run()
+
+
+@pytest.mark.parametrize(
+    "name", ["smollm", "qwen3", "serving_qwen3_5", "gpt_oss", "gemma4", "cohere", "ernie"]
+)
+def test_same_deltas_over_transformers_parser(name: str) -> None:
+    from transformers.utils.chat_parsing import ResponseParser as OracleParser
+
+    template, module = TEMPLATES[name], respc.compile_template(TEMPLATES[name])
+    for case in SAMPLES[name]:
+        for step in (1, 3, len(case["text"]) or 1):
+            chunks = [case["text"][i : i + step] for i in range(0, len(case["text"]), step)]
+            runs = []
+            prefix = case["prefix"]
+            for parser in (module.ResponseParser(prefix), OracleParser(template, prefix)):
+                numbers = iter(range(1000))
+                stream = DeltaStream(
+                    parser, template=template, new_id=lambda numbers=numbers: f"call_{next(numbers)}"
+                )
+                try:
+                    deltas = [d for c in chunks for d in stream.feed(c)] + stream.finish()[0]
+                except DeltaStreamError as error:
+                    deltas = [error.reason, error.deltas]
+                runs.append(deltas)
+            assert runs[0] == runs[1], (name, case["text"], step)
+
+
+# -- policies ---------------------------------------------------------------------------------------
+
+
+def _stream(
+    name: str, chunks: list[str], prefix: str = "", tools: list | None = None
+) -> tuple[list, str, Any]:
+    module = _module(name)
+    stream = DeltaStream(module.ResponseParser(prefix, tools=tools))
+    deltas = [d for chunk in chunks for d in stream.feed(chunk)]
+    last, reason = stream.finish()
+    return deltas + last, reason, stream
+
+
+def _text(deltas: list[dict], key: str) -> str:
+    return "".join(d.get(key, "") for d in deltas)
+
+
+def test_whitespace_the_value_strips_is_never_sent() -> None:
+    deltas, reason, stream = _stream("smollm", ["  \n Hel", "lo ", " \n", "world \n", " ", "<|im_end|>"])
+    assert [d["content"] for d in deltas] == ["Hel", "lo", "  \nworld"]
+    assert stream.message["content"] == "Hello  \nworld" and reason == "stop"
+
+
+def test_a_later_implicit_segment_is_sent_after_the_earlier_one_quirk_q1() -> None:
+    call = '<tool_call>{"name": "a", "arguments": {}}</tool_call>'
+    deltas, _, stream = _stream("smollm", ["Hello", call, " bye"])
+    assert _text(deltas, "content") == "Hellobye" and stream.message["content"] == "bye"
+    deltas, _, stream = _stream("smollm", ["Hello", call, "\n", call])  # a whitespace segment sends nothing
+    assert _text(deltas, "content") == "Hello" and "content" not in stream.message
+
+
+def test_joined_segments_send_the_join_between_them() -> None:
+    template = {
+        "defaults": {"role": "assistant", "content": "PRE"},
+        "start_anchor": "<s>",
+        "fields": {
+            "thinking": {"open": "<t>", "close": "</t>", "repeats": True, "join": " | "},
+            "content": {"close": "<end>", "repeats": True, "join": "\n"},
+            "x": {"open": "<x>", "close": "</x>"},
+        },
+    }
+    module = respc.compile_template(template)
+    stream = DeltaStream(module.ResponseParser(""))
+    deltas = [d for c in ["<t> a </t>", "one<x>1</x>", "<t></t><t>b</t>", " two "] for d in stream.feed(c)]
+    deltas += stream.finish()[0]
+    assert stream.message["thinking"] == "a |  | b" == _text(deltas, "reasoning_content")
+    assert stream.message["content"] == "PRE\none\ntwo" and _text(deltas, "content") == "\none\ntwo"
+
+
+def test_arguments_stream_while_the_call_is_generated() -> None:
+    long = "word " * 40
+    cases = {
+        "smollm": ['<tool_call>{"name": "write", "arguments": {"text": "', long, '"}}', "</tool_call>"],
+        "gpt_oss": [
+            "<|channel|>commentary to=functions.write <|message|>",
+            '{"text": "',
+            long,
+            '"}',
+            "<|call|>",
+        ],
+        "gemma4": ['<|tool_call>call:write{text:<|"|>', long, '<|"|>}', "<tool_call|>"],
+        "serving_qwen3_5": [
+            "<tool_call>\n<function=write>\n<parameter=text>\n",
+            long,
+            "\n</parameter>\n",
+            "</function>\n</tool_call>",
+        ],
+        "cohere": [
+            '<|START_ACTION|>[{"tool_name": "write", "parameters": {"text": "',
+            long,
+            '"}}]',
+            "<|END_ACTION|>",
+        ],
+    }
+    for name, pieces in cases.items():
+        module = _module(name)
+        stream = DeltaStream(module.ResponseParser(""))
+        chunks = [c for piece in pieces[:-1] for c in (piece[i : i + 3] for i in range(0, len(piece), 3))]
+        before = [d for c in chunks for d in stream.feed(c)]
+        header = before[0]["tool_calls"][0]
+        assert header["function"]["name"] == "write", name
+        fragments = [d["tool_calls"][0]["function"]["arguments"] for d in before[1:]]
+        assert len(fragments) > 20, (name, fragments)  # streamed in pieces, before the close arrived
+        after = [d for d in stream.feed(pieces[-1])] + stream.finish()[0]
+        arguments = "".join(fragments) + "".join(d["tool_calls"][0]["function"]["arguments"] for d in after)
+        assert json.loads(arguments) == {"text": long.strip() if name == "serving_qwen3_5" else long}, name
+
+
+def test_the_name_is_sent_as_soon_as_the_open_pattern_completes() -> None:
+    module = _module("gpt_oss")
+    stream = DeltaStream(module.ResponseParser(""))
+    assert stream.feed("<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>") == []
+    header, fragment = stream.feed('{"ci')  # a regex open is committed one feed late (quirk Q19)
+    assert header["tool_calls"][0]["function"] == {"name": "get_weather", "arguments": ""}
+    assert fragment == {"tool_calls": [{"index": 0, "function": {"arguments": '{"ci'}}]}
+    assert stream.feed('ty"') == [{"tool_calls": [{"index": 0, "function": {"arguments": 'ty"'}}]}]
+
+
+TYPED = [
+    {
+        "type": "function",
+        "function": {
+            "name": "f",
+            "parameters": {
+                "properties": {"n": {"type": "integer"}, "s": {"type": "string"}, "l": {"type": "integer"}}
+            },
+        },
+    }
+]
+
+
+def test_json_arguments_that_tools_cast_are_sent_cast() -> None:
+    body = '<tool_call>{"name": "f", "arguments": {"s": "7", "n": "7", "l": ["1", "x"]}}</tool_call>'
+    deltas, _, stream = _stream("smollm", list(body), tools=TYPED)
+    fragments = [d["tool_calls"][0]["function"]["arguments"] for d in deltas[1:]]
+    assert json.loads("".join(fragments)) == {"s": "7", "n": 7, "l": [1, "x"]}
+    assert stream.message["tool_calls"][0]["function"]["arguments"] == {"s": "7", "n": 7, "l": [1, "x"]}
+    # The raw text, except the members coercion casts: each held until complete, then sent cast.
+    assert "".join(fragments) == '{"s": "7", "n": 7, "l": [1, "x"]}' and '[1, "x"]' in fragments
+
+
+def test_xml_strings_stream_escaped_and_typed_values_complete() -> None:
+    value = 'He said "hi"\n\tC:\\path é'
+    body = f"<tool_call>\n<function=f>\n<parameter=s>\n{value}\n</parameter>\n<parameter=n>\n42\n</parameter>\n</function>\n</tool_call>"
+    deltas, _, _ = _stream("serving_qwen3_5", list(body), tools=TYPED)
+    fragments = [d["tool_calls"][0]["function"]["arguments"] for d in deltas[1:]]
+    assert json.loads("".join(fragments)) == {"s": value, "n": 42}
+    assert ', "n": 42' in fragments and sum('"s"' not in f and '"n"' not in f for f in fragments) > 5
+
+
+def test_an_id_the_template_gives_is_the_call_id() -> None:
+    text = '<actions batch=b1>[{"tool_call_id": "call_7", "fn": {"name": "f", "args": {"a": 1}}}]</actions>'
+    deltas, reason, _ = _stream("feature_transform_each", [text[i : i + 4] for i in range(0, len(text), 4)])
+    assert deltas[0]["tool_calls"][0]["id"] == "call_7" and reason == "tool_calls"
+
+
+def test_prefix_events_come_with_the_first_feed() -> None:
+    prompt = "<|im_start|>assistant\n<think>\nFirst"
+    deltas, _, stream = _stream("serving_qwen3_5", [" idea</think>\n\nAnswer<|im_end|>"], prefix=prompt)
+    assert deltas == [{"reasoning_content": "First idea"}, {"content": "Answer"}]
+    assert stream.message["reasoning_content"] == "First idea"
+
+
+def test_malformed_call_keeps_what_the_same_feed_produced_quirk_q6() -> None:
+    module = _module("smollm")
+    stream = DeltaStream(module.ResponseParser(""))
+    with pytest.raises(DeltaStreamError) as caught:
+        stream.feed("<think>ok</think>Hi<tool_call>{bad}</tool_call>")
+    error = caught.value
+    assert error.reason == "malformed" and error.index is None and error.raw == "{bad}"
+    assert error.deltas == [{"reasoning_content": "ok"}, {"content": "Hi"}]
+    assert "json parser could not parse region as JSON" in str(error)
+    with pytest.raises(RuntimeError):
+        stream.finish()
+
+
+def test_malformed_call_after_its_header_names_it() -> None:
+    module = _module("smollm")
+    stream = DeltaStream(module.ResponseParser(""))
+    sent = stream.feed('Hi <tool_call>{"name": "f", "arguments": {"a": 1}')
+    assert [list(d) for d in sent] == [["content"], ["tool_calls"], ["tool_calls"]]
+    with pytest.raises(DeltaStreamError) as caught:
+        stream.feed(" oops}</tool_call>")
+    assert caught.value.reason == "malformed" and caught.value.index == 0
+
+
+def test_cut_off_calls_are_reported_at_finish() -> None:
+    module = _module("smollm")
+    stream = DeltaStream(module.ResponseParser(""))
+    assert _text(stream.feed('Hi<tool_call>{"name": "f", "arguments": {"a": '), "content") == "Hi"
+    with pytest.raises(DeltaStreamError) as caught:
+        stream.finish()
+    assert caught.value.reason == "cut_off" and caught.value.index == 0
+    stream = DeltaStream(_module("serving_qwen3_5").ResponseParser(""))
+    stream.feed("<tool_call>\n<function=f>\n<parameter=a>\nhalf a sent")
+    with pytest.raises(DeltaStreamError) as caught:
+        stream.finish()
+    assert caught.value.reason == "cut_off" and caught.value.index == 0 and caught.value.deltas == []
+    # A call the stream ends inside but whose body is whole is an ordinary call (gpt-oss drops <|call|>).
+    deltas, reason, _ = _stream("gpt_oss", ['<|channel|>commentary to=functions.f<|message|>{"a": 1}'])
+    assert reason == "tool_calls" and json.loads(deltas[1]["tool_calls"][0]["function"]["arguments"]) == {
+        "a": 1
+    }
+
+
+def test_parser_errors_outside_calls_keep_the_text() -> None:
+    module = _module("feature_int_float_bool")
+    stream = DeltaStream(module.ResponseParser(""))
+    with pytest.raises(DeltaStreamError) as caught:
+        stream.feed("Some text<count>many</count>")
+    assert caught.value.reason == "parser" and caught.value.deltas == [{"content": "Some text"}]
+
+
+def test_the_template_is_found_or_asked_for() -> None:
+    module = respc.compile_template(TEMPLATES["smollm"])
+    assert template_of(module.ResponseParser("")) is module.TEMPLATE
+    assert template_of(respc.ResponseParser(TEMPLATES["smollm"], "")) == TEMPLATES["smollm"]
+    if PRESETS:
+        preset = respc.load_preset(PRESETS[0])
+        assert template_of(preset.ResponseParser("")) is preset.TEMPLATE
+    from transformers.utils.chat_parsing import ResponseParser as OracleParser
+
+    with pytest.raises(TypeError, match="template="):
+        DeltaStream(OracleParser(TEMPLATES["smollm"], ""))
+
+
+def test_finish_reason_and_lifecycle() -> None:
+    deltas, reason, stream = _stream("smollm", ["Just text."])
+    assert deltas == [{"content": "Just text."}] and reason == "stop" and stream.calls == []
+    with pytest.raises(RuntimeError, match="finished"):
+        stream.feed("more")
+
+
+def test_server_example_streams_server_sent_events() -> None:
+    if "qwen3_5" not in PRESETS:
+        pytest.skip("needs the qwen3_5 preset")
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "serve_sse.py")], capture_output=True, text=True, check=True
+    )
+    events = result.stdout.split("\n\n")
+    assert events[-2] == "data: [DONE]" and events[-1] == ""
+    chunks = [json.loads(event.removeprefix("data: ")) for event in events[:-2]]
+    deltas = [chunk["choices"][0]["delta"] for chunk in chunks]
+    assert (
+        deltas[0] == {"role": "assistant", "content": ""}
+        and chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
+    )
+    assert _text(deltas, "content") == "Let me check."
+    assert _text(deltas, "reasoning_content") == "The user wants the weather, so I call the tool."
+    arguments = "".join(d["tool_calls"][0]["function"]["arguments"] for d in deltas if "tool_calls" in d)
+    assert json.loads(arguments) == {"city": "Paris, France", "days": 3}
+
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        import serve_sse
+    finally:
+        sys.path.pop(0)
+    broken = serve_sse.sse_events(
+        ["Hi", "<tool_call>\n<function=f>\n<parameter=a>\nx"], _module("serving_qwen3_5").ResponseParser("")
+    )
+    tail = list(broken)[-3:]
+    assert (
+        json.loads(tail[-2].removeprefix("data: "))["error"]["type"] == "cut_off"
+        and tail[-1] == "data: [DONE]\n\n"
+    )
+
+
+def test_a_parameter_its_region_cuts_short_is_a_mismatch() -> None:
+    text = "<tool_call>\n<function=echo>\n<parameter=text>\nsee </tool_call> here</parameter>"
+    split = text.index("see") + 3
+    stream = DeltaStream(_module("qwen3").ResponseParser(""))
+    assert stream.feed(text[:split])[-1] == {
+        "tool_calls": [{"index": 0, "function": {"arguments": '{"text": "see'}}]
+    }
+    with pytest.raises(DeltaStreamError) as caught:
+        stream.feed(text[split:] + "<think>after</think>")
+    # The parser drops the unterminated parameter; the string already sent cannot be taken back.
+    assert caught.value.reason == "mismatch" and caught.value.index == 0 and caught.value.raw.endswith("see ")
+    assert caught.value.deltas == [{"reasoning_content": "after"}]

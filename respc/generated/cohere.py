@@ -83,7 +83,7 @@ def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
         else:
             best = (start, end, True, "content", match)
     # open of 'reasoning_content'
-    found = scan_literal(buf, pos, REASONING_CONTENT_OPEN, eos)
+    found = scan_literal(buf, pos, REASONING_CONTENT_OPEN, eos, None if best is None else best[0] + 18)
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -92,7 +92,7 @@ def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
         elif best is None or start < best[0] or (start == best[0] and end > best[1]):
             best = (start, end, True, "reasoning_content", match)
     # open of 'tool_calls'
-    found = scan_literal(buf, pos, TOOL_CALLS_OPEN, eos)
+    found = scan_literal(buf, pos, TOOL_CALLS_OPEN, eos, None if best is None else best[0] + 16)
     if found is not None:
         start, end, final, match = found
         if not final:

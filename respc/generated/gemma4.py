@@ -89,7 +89,7 @@ def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
         elif best is None or start < best[0] or (start == best[0] and end > best[1]):
             best = (start, end, True, "tool_calls", match)
     # close of 'content'
-    found = scan_literals(buf, pos, CONTENT_CLOSE, False, eos)
+    found = scan_literals(buf, pos, CONTENT_CLOSE, False, eos, None if best is None else best[0] + 16)
     if found is not None:
         start, end, final, match = found
         if not final:

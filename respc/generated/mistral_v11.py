@@ -93,7 +93,7 @@ def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
         elif best is None or start < best[0] or (start == best[0] and end > best[1]):
             best = (start, end, True, "tool_calls", match)
     # close of 'content'
-    found = scan_literal(buf, pos, CONTENT_CLOSE, eos)
+    found = scan_literal(buf, pos, CONTENT_CLOSE, eos, None if best is None else best[0] + 4)
     if found is not None:
         start, end, final, match = found
         if not final:

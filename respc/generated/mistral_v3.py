@@ -71,7 +71,7 @@ def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
         else:
             best = (start, end, True, "tool_calls", match)
     # close of 'content'
-    found = scan_literal(buf, pos, CONTENT_CLOSE, eos)
+    found = scan_literal(buf, pos, CONTENT_CLOSE, eos, None if best is None else best[0] + 4)
     if found is not None:
         start, end, final, match = found
         if not final:

@@ -66,9 +66,13 @@ def partial_start(buf: str, pos: int, literal: str) -> int:
     return -1
 
 
-def scan_literal(buf: str, pos: int, literal: str, eos: bool) -> Found | None:
-    """One literal delimiter: `str.find`, else a partial literal at the end of the buffer."""
-    start = buf.find(literal, pos)
+def scan_literal(buf: str, pos: int, literal: str, eos: bool, end: int | None = None) -> Found | None:
+    """One literal delimiter: `str.find`, else a partial literal at the end of the buffer.
+
+    `end` bounds the search when a scan already holds a candidate: a match starting after it cannot
+    win, and a partial match at the buffer end past it cannot hold the candidate back.
+    """
+    start = buf.find(literal, pos, end)
     if start >= 0:
         return start, start + len(literal), True, None
     if eos:
@@ -77,12 +81,17 @@ def scan_literal(buf: str, pos: int, literal: str, eos: bool) -> Found | None:
     return None if start < 0 else (start, len(buf), False, None)
 
 
-def scan_literals(buf: str, pos: int, literals: tuple[str, ...], can_extend: bool, eos: bool) -> Found | None:
-    """A literal list (longest first): the leftmost occurrence, the longest literal on a tie."""
+def scan_literals(
+    buf: str, pos: int, literals: tuple[str, ...], can_extend: bool, eos: bool, limit: int | None = None
+) -> Found | None:
+    """A literal list (longest first): the leftmost occurrence, the longest literal on a tie.
+
+    `limit` bounds the search as `scan_literal`'s `end` does.
+    """
     start = end = -1
     for literal in literals:
         # Once one literal is found, the others only matter if they start no later.
-        found = buf.find(literal, pos) if start < 0 else buf.find(literal, pos, start + len(literal))
+        found = buf.find(literal, pos, limit) if start < 0 else buf.find(literal, pos, start + len(literal))
         if found >= 0 and (start < 0 or found < start):
             start, end = found, found + len(literal)
     if start >= 0:

@@ -83,7 +83,7 @@ def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
         else:
             best = (start, end, True, "content", match)
     # open of 'thinking'
-    found = scan_literal(buf, pos, THINKING_OPEN, eos)
+    found = scan_literal(buf, pos, THINKING_OPEN, eos, None if best is None else best[0] + 30)
     if found is not None:
         start, end, final, match = found
         if not final:

@@ -77,7 +77,7 @@ def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
         else:
             best = (start, end, True, "thinking", match)
     # open of 'tool_calls'
-    found = scan_literal(buf, pos, TOOL_CALLS_OPEN, eos)
+    found = scan_literal(buf, pos, TOOL_CALLS_OPEN, eos, None if best is None else best[0] + 11)
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -86,7 +86,7 @@ def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
         elif best is None or start < best[0] or (start == best[0] and end > best[1]):
             best = (start, end, True, "tool_calls", match)
     # close of 'content'
-    found = scan_literal(buf, pos, CONTENT_CLOSE, eos)
+    found = scan_literal(buf, pos, CONTENT_CLOSE, eos, None if best is None else best[0] + 10)
     if found is not None:
         start, end, final, match = found
         if not final:

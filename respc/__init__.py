@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import functools
-import linecache
 import threading
 import types
 from collections.abc import Callable
@@ -79,6 +78,8 @@ def compile_template(template: Any) -> types.ModuleType:
 
 
 def _load_source(source: str, key: str) -> types.ModuleType:
+    import linecache  # here: it imports tokenize, which `import respc` should not pay for
+
     filename = f"<respc-generated-{key[:12]}>"
     # Registered so tracebacks through generated code show its lines.
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import errno
 import json
 import os
 import sys
@@ -34,6 +35,8 @@ def _decode_json(text: str, where: str) -> Any:
         raise CliError(
             f"{where}: invalid JSON at line {error.lineno} column {error.colno}: {error.msg}"
         ) from None
+    except RecursionError:
+        raise CliError(f"{where}: invalid JSON: nested too deeply") from None
 
 
 def _read_text(path: Path) -> str:
@@ -59,7 +62,11 @@ def load_source(source: str) -> tuple[Any, str]:
     generated headers do not depend on where the command ran.
     """
     if source == "-":
-        return _unwrap(_decode_json(sys.stdin.read(), "<stdin>"), Path("<stdin>")), "<stdin>"
+        try:
+            text = sys.stdin.read()
+        except UnicodeDecodeError as error:
+            raise CliError(f"<stdin>: not UTF-8 text (byte {error.start}: {error.reason})") from None
+        return _unwrap(_decode_json(text, "<stdin>"), Path("<stdin>")), "<stdin>"
     path = Path(source)
     if path.is_dir():
         return _model_dir_template(path, source)
@@ -98,6 +105,9 @@ def _unwrap(data: Any, path: Path) -> Any:
 def write_atomic(path: Path, text: str) -> None:
     """Write `text` to `path` through a temporary file in the same directory, then rename."""
     directory = path.parent if str(path.parent) else Path(".")
+    if path.exists() and not path.is_file():
+        # Renaming over a device, FIFO or directory would replace it (as root, even /dev/null).
+        raise OSError(errno.EEXIST, "exists and is not a regular file", str(path))
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
@@ -118,12 +128,17 @@ def write_atomic(path: Path, text: str) -> None:
 
 def _generate(template: Any, name: str, out: str | None) -> str:
     from respc.compiler import TemplateError, generate_source
+    from respc.compiler.format import SourceError
 
     regenerate = f"respc compile {name}" + (f" -o {out}" if out else "")
     try:
         return generate_source(template, name=name, regenerate=regenerate)
     except TemplateError as error:
         raise CliError(f"{name}: {error}".splitlines()[0]) from error
+    except (SourceError, RecursionError) as error:
+        # transformers accepts values nested deeper than Python source can spell (about 200 levels)
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise CliError(f"{name}: cannot compile: template values are nested too deeply ({reason})") from error
 
 
 def _cmd_compile(args: argparse.Namespace) -> int:
@@ -138,7 +153,12 @@ def _cmd_compile(args: argparse.Namespace) -> int:
         if not args.output:
             raise CliError("--check needs -o OUT: the file to compare against")
         out = Path(args.output)
-        current = out.read_text(encoding="utf-8") if out.is_file() else ""
+        try:
+            current = out.read_text(encoding="utf-8") if out.is_file() else ""
+        except UnicodeDecodeError:
+            current = "\ufffd"  # not even UTF-8: certainly stale
+        except OSError as error:
+            raise CliError(f"{out}: cannot read: {error.strerror or error}") from None
         if current == source:
             return 0
         diff = difflib.unified_diff(

@@ -137,6 +137,10 @@ def _read_json(path: Path) -> dict:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return {}
+    except OSError as error:  # a directory, no permission...
+        raise ValueError(f"{path}: cannot read: {error.strerror or error}") from error
+    except RecursionError as error:
+        raise ValueError(f"{path}: not valid JSON: nested too deeply") from error
     except ValueError as error:
         raise ValueError(f"{path}: not valid JSON: {error}") from error
     if not isinstance(data, dict):

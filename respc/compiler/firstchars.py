@@ -21,12 +21,25 @@ except ImportError:  # pragma: no cover - Python 3.10
 
 __all__ = ["first_chars", "may_match_empty"]
 
-_NOT_PLAIN = re.compile(
-    r"\\[^sSdDwWnrtf.\\\-\[\](){}|*+?^$<>=!/:,#&~'\" ]"  # escapes outside the shared subset
-    r"|\(\?(?!:|P<)"  # flags, lookarounds, conditionals, branch reset...
+_BAD_ESCAPE = re.compile(r"\\[pPXNmMGKLhHvV]")  # escapes only the `regex` module knows, or reads otherwise
+_ESCAPED = re.compile(r"\\.", re.DOTALL)
+_BAD_SYNTAX = re.compile(
+    r"\(\?(?!:|P<|P=|=|!|<=|<!|>|#)"  # inline flags, conditionals, branch reset... (lookarounds are shared)
     r"|\{(?![0-9]*,?[0-9]*\})"  # fuzzy matching and other non-repeat braces
     r"|\[\[|\[:|&&|\|\||--|~~"  # nested sets, POSIX classes, set operations
 )
+
+
+class _NotPlain:
+    """Syntax on which Python's regex parser and the `regex` module agree (escapes are neutralised
+    before the structural checks, so `\\{` or `\\*` count as the characters they are)."""
+
+    @staticmethod
+    def search(pattern: str) -> bool:
+        return bool(_BAD_ESCAPE.search(pattern) or _BAD_SYNTAX.search(_ESCAPED.sub("x", pattern)))
+
+
+_NOT_PLAIN = _NotPlain()
 _CATEGORIES = {
     "CATEGORY_DIGIT": r"\d",
     "CATEGORY_NOT_DIGIT": r"\D",
@@ -35,7 +48,9 @@ _CATEGORIES = {
     "CATEGORY_WORD": r"\w",
     "CATEGORY_NOT_WORD": r"\W",
 }
-_EMPTY_PROBES = ("", "a", " ", "\n", "<", "0", "x y\nz")
+_EMPTY_PROBES = ("", "a", " ", "\n", "<", "0", "x y\nz", "@#!", "é思🙂", "A_1-")
+_CAN_BE_EMPTY = re.compile(r"[*?]|\{0|\{,|\(\?[=!<]|[\^$]|\(\||\|\)|\|\||^\||\|$")  # with escapes neutralised
+_ZERO_WIDTH_ESCAPE = re.compile(r"\\[bBAZzGKmM]")
 
 
 class _Unknown(Exception):
@@ -99,17 +114,21 @@ def first_chars(pattern: str) -> set[str] | None:
 
 
 def may_match_empty(pattern: str) -> bool:
-    """Whether the pattern can match the empty string somewhere (conservatively true when unsure)."""
-    try:
-        return sre_parse.parse(pattern, re.DOTALL).getwidth()[0] == 0
-    except Exception:  # syntax only the `regex` module knows: probe it instead
-        compiled = regex.compile(pattern, regex.DOTALL)
-        for probe in _EMPTY_PROBES:
-            for start in range(len(probe) + 1):
-                match = compiled.search(probe, start)
-                if match is not None and match.start() == match.end():
-                    return True
-        return False
+    """Whether the pattern can match the empty string somewhere (true when unsure)."""
+    compiled = regex.compile(pattern, regex.DOTALL)
+    for probe in _EMPTY_PROBES:
+        for start in range(len(probe) + 1):
+            match = compiled.search(probe, start)
+            if match is not None and match.start() == match.end():
+                return True
+    if not _NOT_PLAIN.search(pattern):
+        try:
+            return sre_parse.parse(pattern, re.DOTALL).getwidth()[0] == 0
+        except Exception:
+            pass
+    # Syntax Python's parser reads differently (POSIX classes, \p{..}, fuzzy matching...): empty unless
+    # nothing in the pattern can match without consuming a character.
+    return bool(_CAN_BE_EMPTY.search(_ESCAPED.sub("x", pattern)) or _ZERO_WIDTH_ESCAPE.search(pattern))
 
 
 # Leading runs that many delimiters start with (the Qwen fallbacks' `\s*<tool_call>`), as

@@ -66,6 +66,7 @@ _SCAN_OUTSIDE_TAILS = (
         "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
     ),
 )
+_SCAN_TOOL_CALLS_STARTS = regex.compile(r"[;<\s]")
 
 # Content parser arguments and transforms, as written in the template.
 TOOL_CALLS_ARGS = {}
@@ -146,7 +147,7 @@ class ResponseParser(CompiledParser):
     }
     QUICK: ClassVar[dict] = {
         "content": None,
-        "tool_calls": None,
+        "tool_calls": _SCAN_TOOL_CALLS_STARTS.search,
     }
     FIRST: ClassVar[dict] = {
         "content": None,

@@ -17,7 +17,7 @@ import regex
 
 from respc.runtime.content import parse_json, parse_text
 from respc.runtime.parser import CompiledParser
-from respc.runtime.scan import scan_lead, scan_literals, scan_pattern
+from respc.runtime.scan import scan_lead, scan_literals
 from respc.runtime.transform import transform_each
 
 __all__ = ["TEMPLATE", "ResponseParser", "parse_response"]
@@ -38,7 +38,12 @@ TEMPLATE = {
 }
 
 # Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL.
-TOOL_CALLS_OPEN_RE = regex.compile(r"\s*functools(?=\s*\[\s*\{)", regex.DOTALL)
+# /\s*functools(?=\s*\[\s*\{)/ is searched as what follows its leading run of \s; the scan
+# walks back over the run.
+TOOL_CALLS_OPEN_RE = regex.compile(r"functools(?=\s*\[\s*\{)", regex.DOTALL)
+TOOL_CALLS_OPEN_RUN = frozenset(
+    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
 TOOL_CALLS_CLOSE = ("<|endoftext|>", "<|end|>")
 # /\s*(?:<\|end\|>|<\|endoftext\|>)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
@@ -50,6 +55,7 @@ START_ANCHOR_LITERALS = ("<|assistant|>",)
 START_ANCHOR_RE = regex.compile(
     "|".join(regex.escape(anchor) for anchor in START_ANCHOR_LITERALS), regex.DOTALL
 )
+_SCAN_OUTSIDE_STARTS = re.compile(r"[<f]")
 _SCAN_OUTSIDE_TAILS = (
     frozenset(
         "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
@@ -72,7 +78,7 @@ def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
     hold = len(buf)
     best = None
     # open of 'tool_calls'
-    found = scan_pattern(buf, pos, TOOL_CALLS_OPEN_RE, eos)
+    found = scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, TOOL_CALLS_OPEN_RUN, eos)
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -129,7 +135,7 @@ class ResponseParser(CompiledParser):
         "tool_calls": _scan_tool_calls,
     }
     QUICK: ClassVar[dict] = {
-        "content": None,
+        "content": _SCAN_OUTSIDE_STARTS.search,
         "tool_calls": _SCAN_TOOL_CALLS_STARTS.search,
     }
     FIRST: ClassVar[dict] = {

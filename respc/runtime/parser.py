@@ -30,6 +30,7 @@ Commit = tuple[int, int, bool, Any, Any]
 Scan = Callable[[str, int, bool], tuple[Commit | None, int]]
 
 
+_find = str.find
 _COALESCE = 512  # parts of a region joined into one block at a time
 
 
@@ -132,7 +133,7 @@ class CompiledParser:
         if text:
             first = self._first
             if first is not None:
-                plain = first not in text
+                plain = _find(text, first) < 0  # str.find: a non-str chunk raises TypeError, as upstream
             else:
                 quick = self._quick
                 plain = quick is not None and quick(text) is None

@@ -105,7 +105,7 @@ def test_in_memory_modules_are_cached_and_show_source_in_tracebacks() -> None:
         module.parse_response("<tool_call>{bad}</tool_call>", prefix="")
     except ValueError as error:
         rendered = "".join(traceback.format_exception(error))
-    assert "return transform_value(TOOL_CALLS_TRANSFORM" in rendered
+    assert "content = parse_json(body, TOOL_CALLS_ARGS)" in rendered
 
 
 def test_scan_comments_name_their_fields() -> None:

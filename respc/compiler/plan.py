@@ -17,6 +17,7 @@ import regex
 
 from respc.compiler.firstchars import LEAD_CHARS, backtracking_risk, first_chars, may_match_empty, split_lead
 from respc.compiler.spec import Anchor, Field, Spec, TemplateError
+from respc.compiler.transforms import transform_expression
 from respc.runtime.content import DIRTY_PARSERS
 
 __all__ = ["Delimiter", "FieldPlan", "ParserPlan", "State", "plan_parser"]
@@ -82,6 +83,11 @@ class State:
     tails: tuple[str, ...] = ()  # characters of the trailing runs that lead-run delimiters hold back
 
     @property
+    def end_function(self) -> str:
+        """The state's end-of-stream scan, which holds nothing back."""
+        return self.function.replace("_scan_", "_end_", 1)
+
+    @property
     def first(self) -> str | None:
         """The one character `quick` matches, when it is a single literal (checked with `in`)."""
         items = self.quick[1:-1] if self.quick and self.quick.startswith("[") else None
@@ -119,10 +125,19 @@ class FieldPlan:
     transform_const: str | None
     transform: Any
     transform_each: bool
+    transform_expr: str | None  # the transform as an expression over `content` and `captures`
     dirty: bool
     repeats: bool
     join: str | None
     optional: bool
+
+    @property
+    def parse_call(self) -> str:
+        """The expression giving the parsed content from `body`: `text` with fixed arguments is inlined."""
+        if self.parser == "parse_text" and type(self.args) is dict and set(self.args) <= {"strip"}:
+            if type(self.args.get("strip", True)) is bool:
+                return "body.strip()" if self.args.get("strip", True) else "body"
+        return f"{self.parser}(body, {self.args_const})"
 
 
 @dataclass(frozen=True)
@@ -146,7 +161,7 @@ class ParserPlan:
 
     @property
     def parser_functions(self) -> tuple[str, ...]:
-        return tuple(sorted({f.parser for f in self.fields}))
+        return tuple(sorted({f.parser for f in self.fields if f.parse_call.startswith(f.parser + "(")}))
 
     @property
     def scan_helpers(self) -> tuple[str, ...]:
@@ -154,11 +169,15 @@ class ParserPlan:
 
     @property
     def transform_helpers(self) -> tuple[str, ...]:
-        helpers = {
-            "transform_each" if f.transform_each else "transform_value"
-            for f in self.fields
-            if f.transform_const
-        }
+        helpers = set()
+        for f in self.fields:
+            if f.transform_each:
+                helpers.add("transform_each")
+            elif f.transform_expr is not None:
+                if "resolve_placeholder(" in f.transform_expr:
+                    helpers.add("resolve_placeholder")
+            elif f.transform_const:
+                helpers.add("transform_value")
         return tuple(sorted(helpers))
 
     @property
@@ -270,6 +289,11 @@ def plan_parser(spec: Spec, source_name: str = "<template>") -> ParserPlan:
                 transform_const=f"{ident.upper()}_TRANSFORM" if field.transform is not None else None,
                 transform=field.transform,
                 transform_each=field.transform_each,
+                transform_expr=(
+                    transform_expression(field.transform)
+                    if field.transform is not None and not field.transform_each
+                    else None
+                ),
                 dirty=field.content in DIRTY_PARSERS,
                 repeats=field.repeats,
                 join=field.join,

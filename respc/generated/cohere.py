@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import regex
 
-from respc.runtime.content import parse_json, parse_text
+from respc.runtime.content import parse_json
 from respc.runtime.parser import CompiledParser
 from respc.runtime.scan import scan_literal
 from respc.runtime.transform import transform_each
@@ -144,17 +144,75 @@ def _scan_tool_calls(buf: str, pos: int, eos: bool) -> tuple:
     return None, len(buf)
 
 
+# At the end of the stream nothing can grow or be held back: one scan per state gives the delimiter
+# to commit, the leftmost complete match (the longest, then the first watched, on a tie), or None.
+
+
+def _end_outside(buf: str, pos: int) -> tuple | None:
+    # Outside explicit regions (no implicit field: text is discarded): watches open of 'content'
+    # '<|START_RESPONSE|>', open of 'reasoning_content' '<|START_THINKING|>', open of 'tool_calls'
+    # '<|START_ACTION|>'.
+    best = None
+    # open of 'content'
+    start = buf.find(CONTENT_OPEN, pos)
+    if start >= 0:
+        best = (start, start + 18, True, "content", None)
+    # open of 'reasoning_content'
+    start = (
+        buf.find(REASONING_CONTENT_OPEN, pos)
+        if best is None
+        else buf.find(REASONING_CONTENT_OPEN, pos, best[0] + 18)
+    )
+    if start >= 0 and (best is None or start < best[0] or (start == best[0] and start + 18 > best[1])):
+        best = (start, start + 18, True, "reasoning_content", None)
+    # open of 'tool_calls'
+    start = buf.find(TOOL_CALLS_OPEN, pos) if best is None else buf.find(TOOL_CALLS_OPEN, pos, best[0] + 16)
+    if start >= 0 and (best is None or start < best[0] or (start == best[0] and start + 16 > best[1])):
+        best = (start, start + 16, True, "tool_calls", None)
+    return best
+
+
+def _end_content(buf: str, pos: int) -> tuple | None:
+    # Field 'content': watches close of 'content' '<|END_RESPONSE|>'.
+    best = None
+    # close of 'content'
+    start = buf.find(CONTENT_CLOSE, pos)
+    if start >= 0:
+        best = (start, start + 16, False, "content", None)
+    return best
+
+
+def _end_reasoning_content(buf: str, pos: int) -> tuple | None:
+    # Field 'reasoning_content': watches close of 'reasoning_content' '<|END_THINKING|>'.
+    best = None
+    # close of 'reasoning_content'
+    start = buf.find(REASONING_CONTENT_CLOSE, pos)
+    if start >= 0:
+        best = (start, start + 16, False, "reasoning_content", None)
+    return best
+
+
+def _end_tool_calls(buf: str, pos: int) -> tuple | None:
+    # Field 'tool_calls': watches close of 'tool_calls' '<|END_ACTION|>'.
+    best = None
+    # close of 'tool_calls'
+    start = buf.find(TOOL_CALLS_CLOSE, pos)
+    if start >= 0:
+        best = (start, start + 14, False, "tool_calls", None)
+    return best
+
+
 # One value function per field: its content parser, then its transform.
 
 
 def _value_content(body: str, captures: dict) -> Any:
     # Field 'content': text content.
-    return parse_text(body, CONTENT_ARGS)
+    return body.strip()
 
 
 def _value_reasoning_content(body: str, captures: dict) -> Any:
     # Field 'reasoning_content': text content.
-    return parse_text(body, REASONING_CONTENT_ARGS)
+    return body.strip()
 
 
 def _value_tool_calls(body: str, captures: dict) -> Any:
@@ -171,6 +229,12 @@ class ResponseParser(CompiledParser):
         "content": _scan_content,
         "reasoning_content": _scan_reasoning_content,
         "tool_calls": _scan_tool_calls,
+    }
+    ENDS: ClassVar[dict] = {
+        None: _end_outside,
+        "content": _end_content,
+        "reasoning_content": _end_reasoning_content,
+        "tool_calls": _end_tool_calls,
     }
     QUICK: ClassVar[dict] = {
         None: _SCAN_OUTSIDE_STARTS.search,

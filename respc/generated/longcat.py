@@ -15,10 +15,9 @@ from typing import Any, ClassVar
 
 import regex
 
-from respc.runtime.content import parse_json, parse_text
+from respc.runtime.content import parse_json
 from respc.runtime.parser import CompiledParser
 from respc.runtime.scan import scan_lead, scan_literal
-from respc.runtime.transform import transform_value
 
 __all__ = ["TEMPLATE", "ResponseParser", "parse_response"]
 
@@ -141,22 +140,72 @@ def _scan_tool_calls(buf: str, pos: int, eos: bool) -> tuple:
     return None, len(buf)
 
 
+# At the end of the stream nothing can grow or be held back: one scan per state gives the delimiter
+# to commit, the leftmost complete match (the longest, then the first watched, on a tie), or None.
+
+
+def _end_outside(buf: str, pos: int) -> tuple | None:
+    # Outside explicit regions, in the implicit field 'content': watches open of 'reasoning_content'
+    # '<longcat_think>', open of 'tool_calls' /\s*<longcat_tool_call>/, close of 'content'
+    # /\s*</longcat_s>/.
+    best = None
+    # open of 'reasoning_content'
+    start = buf.find(REASONING_CONTENT_OPEN, pos)
+    if start >= 0:
+        best = (start, start + 15, True, "reasoning_content", None)
+    # open of 'tool_calls'
+    found = scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, TOOL_CALLS_OPEN_RUN, True)
+    if found is not None and (
+        best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])
+    ):
+        best = (found[0], found[1], True, "tool_calls", found[3])
+    # close of 'content'
+    found = scan_lead(buf, pos, CONTENT_CLOSE_RE, CONTENT_CLOSE_RUN, True)
+    if found is not None and (
+        best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])
+    ):
+        best = (found[0], found[1], False, "content", found[3])
+    # A zero-width match at the very end commits nothing, as in the streaming scan.
+    return best if best is not None and best[0] < len(buf) else None
+
+
+def _end_reasoning_content(buf: str, pos: int) -> tuple | None:
+    # Field 'reasoning_content': watches close of 'reasoning_content' '</longcat_think>'.
+    best = None
+    # close of 'reasoning_content'
+    start = buf.find(REASONING_CONTENT_CLOSE, pos)
+    if start >= 0:
+        best = (start, start + 16, False, "reasoning_content", None)
+    return best
+
+
+def _end_tool_calls(buf: str, pos: int) -> tuple | None:
+    # Field 'tool_calls': watches close of 'tool_calls' '</longcat_tool_call>'.
+    best = None
+    # close of 'tool_calls'
+    start = buf.find(TOOL_CALLS_CLOSE, pos)
+    if start >= 0:
+        best = (start, start + 20, False, "tool_calls", None)
+    return best
+
+
 # One value function per field: its content parser, then its transform.
 
 
 def _value_reasoning_content(body: str, captures: dict) -> Any:
     # Field 'reasoning_content': text content.
-    return parse_text(body, REASONING_CONTENT_ARGS)
+    return body.strip()
 
 
 def _value_tool_calls(body: str, captures: dict) -> Any:
     # Field 'tool_calls': json content, then transform.
-    return transform_value(TOOL_CALLS_TRANSFORM, parse_json(body, TOOL_CALLS_ARGS), captures)
+    content = parse_json(body, TOOL_CALLS_ARGS)
+    return {"type": "function", "function": content}
 
 
 def _value_content(body: str, captures: dict) -> Any:
     # Field 'content': text content.
-    return parse_text(body, CONTENT_ARGS)
+    return body.strip()
 
 
 class ResponseParser(CompiledParser):
@@ -167,6 +216,11 @@ class ResponseParser(CompiledParser):
         "content": _scan_outside,
         "reasoning_content": _scan_reasoning_content,
         "tool_calls": _scan_tool_calls,
+    }
+    ENDS: ClassVar[dict] = {
+        "content": _end_outside,
+        "reasoning_content": _end_reasoning_content,
+        "tool_calls": _end_tool_calls,
     }
     QUICK: ClassVar[dict] = {
         "content": _SCAN_OUTSIDE_STARTS.search,

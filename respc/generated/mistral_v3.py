@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import regex
 
-from respc.runtime.content import parse_json, parse_text
+from respc.runtime.content import parse_json
 from respc.runtime.parser import CompiledParser
 from respc.runtime.scan import scan_literal
 from respc.runtime.transform import transform_each
@@ -97,6 +97,35 @@ def _scan_tool_calls(buf: str, pos: int, eos: bool) -> tuple:
     return None, len(buf)
 
 
+# At the end of the stream nothing can grow or be held back: one scan per state gives the delimiter
+# to commit, the leftmost complete match (the longest, then the first watched, on a tie), or None.
+
+
+def _end_outside(buf: str, pos: int) -> tuple | None:
+    # Outside explicit regions, in the implicit field 'content': watches open of 'tool_calls'
+    # '[TOOL_CALLS]', close of 'content' '</s>'.
+    best = None
+    # open of 'tool_calls'
+    start = buf.find(TOOL_CALLS_OPEN, pos)
+    if start >= 0:
+        best = (start, start + 12, True, "tool_calls", None)
+    # close of 'content'
+    start = buf.find(CONTENT_CLOSE, pos) if best is None else buf.find(CONTENT_CLOSE, pos, best[0] + 4)
+    if start >= 0 and (best is None or start < best[0] or (start == best[0] and start + 4 > best[1])):
+        best = (start, start + 4, False, "content", None)
+    return best
+
+
+def _end_tool_calls(buf: str, pos: int) -> tuple | None:
+    # Field 'tool_calls': watches close of 'tool_calls' '</s>'.
+    best = None
+    # close of 'tool_calls'
+    start = buf.find(TOOL_CALLS_CLOSE, pos)
+    if start >= 0:
+        best = (start, start + 4, False, "tool_calls", None)
+    return best
+
+
 # One value function per field: its content parser, then its transform.
 
 
@@ -107,7 +136,7 @@ def _value_tool_calls(body: str, captures: dict) -> Any:
 
 def _value_content(body: str, captures: dict) -> Any:
     # Field 'content': text content.
-    return parse_text(body, CONTENT_ARGS)
+    return body.strip()
 
 
 class ResponseParser(CompiledParser):
@@ -117,6 +146,10 @@ class ResponseParser(CompiledParser):
     SCANS: ClassVar[dict] = {
         "content": _scan_outside,
         "tool_calls": _scan_tool_calls,
+    }
+    ENDS: ClassVar[dict] = {
+        "content": _end_outside,
+        "tool_calls": _end_tool_calls,
     }
     QUICK: ClassVar[dict] = {
         "content": _SCAN_OUTSIDE_STARTS.search,

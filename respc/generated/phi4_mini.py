@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import regex
 
-from respc.runtime.content import parse_json, parse_text
+from respc.runtime.content import parse_json
 from respc.runtime.parser import CompiledParser
 from respc.runtime.scan import scan_lead, scan_literals
 from respc.runtime.transform import transform_each
@@ -113,6 +113,38 @@ def _scan_tool_calls(buf: str, pos: int, eos: bool) -> tuple:
     return None, len(buf)
 
 
+# At the end of the stream nothing can grow or be held back: one scan per state gives the delimiter
+# to commit, the leftmost complete match (the longest, then the first watched, on a tie), or None.
+
+
+def _end_outside(buf: str, pos: int) -> tuple | None:
+    # Outside explicit regions, in the implicit field 'content': watches open of 'tool_calls'
+    # /\s*functools(?=\s*\[\s*\{)/, close of 'content' /\s*(?:<\|end\|>|<\|endoftext\|>)/.
+    best = None
+    # open of 'tool_calls'
+    found = scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, TOOL_CALLS_OPEN_RUN, True)
+    if found is not None:
+        best = (found[0], found[1], True, "tool_calls", found[3])
+    # close of 'content'
+    found = scan_lead(buf, pos, CONTENT_CLOSE_RE, CONTENT_CLOSE_RUN, True)
+    if found is not None and (
+        best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])
+    ):
+        best = (found[0], found[1], False, "content", found[3])
+    # A zero-width match at the very end commits nothing, as in the streaming scan.
+    return best if best is not None and best[0] < len(buf) else None
+
+
+def _end_tool_calls(buf: str, pos: int) -> tuple | None:
+    # Field 'tool_calls': watches close of 'tool_calls' '<|end|>' | '<|endoftext|>'.
+    best = None
+    # close of 'tool_calls'
+    found = scan_literals(buf, pos, TOOL_CALLS_CLOSE, False, True)
+    if found is not None:
+        best = (found[0], found[1], False, "tool_calls", found[3])
+    return best
+
+
 # One value function per field: its content parser, then its transform.
 
 
@@ -123,7 +155,7 @@ def _value_tool_calls(body: str, captures: dict) -> Any:
 
 def _value_content(body: str, captures: dict) -> Any:
     # Field 'content': text content.
-    return parse_text(body, CONTENT_ARGS)
+    return body.strip()
 
 
 class ResponseParser(CompiledParser):
@@ -133,6 +165,10 @@ class ResponseParser(CompiledParser):
     SCANS: ClassVar[dict] = {
         "content": _scan_outside,
         "tool_calls": _scan_tool_calls,
+    }
+    ENDS: ClassVar[dict] = {
+        "content": _end_outside,
+        "tool_calls": _end_tool_calls,
     }
     QUICK: ClassVar[dict] = {
         "content": _SCAN_OUTSIDE_STARTS.search,

@@ -15,10 +15,9 @@ from typing import Any, ClassVar
 
 import regex
 
-from respc.runtime.content import parse_json, parse_text
+from respc.runtime.content import parse_json
 from respc.runtime.parser import CompiledParser
 from respc.runtime.scan import scan_literal
-from respc.runtime.transform import transform_value
 
 __all__ = ["TEMPLATE", "ResponseParser", "parse_response"]
 
@@ -125,22 +124,66 @@ def _scan_tool_calls(buf: str, pos: int, eos: bool) -> tuple:
     return None, len(buf)
 
 
+# At the end of the stream nothing can grow or be held back: one scan per state gives the delimiter
+# to commit, the leftmost complete match (the longest, then the first watched, on a tie), or None.
+
+
+def _end_outside(buf: str, pos: int) -> tuple | None:
+    # Outside explicit regions, in the implicit field 'content': watches open of 'reasoning_content'
+    # '<think>', open of 'tool_calls' '<tool_call>', close of 'content' '<|im_end|>'.
+    best = None
+    # open of 'reasoning_content'
+    start = buf.find(REASONING_CONTENT_OPEN, pos)
+    if start >= 0:
+        best = (start, start + 7, True, "reasoning_content", None)
+    # open of 'tool_calls'
+    start = buf.find(TOOL_CALLS_OPEN, pos) if best is None else buf.find(TOOL_CALLS_OPEN, pos, best[0] + 11)
+    if start >= 0 and (best is None or start < best[0] or (start == best[0] and start + 11 > best[1])):
+        best = (start, start + 11, True, "tool_calls", None)
+    # close of 'content'
+    start = buf.find(CONTENT_CLOSE, pos) if best is None else buf.find(CONTENT_CLOSE, pos, best[0] + 10)
+    if start >= 0 and (best is None or start < best[0] or (start == best[0] and start + 10 > best[1])):
+        best = (start, start + 10, False, "content", None)
+    return best
+
+
+def _end_reasoning_content(buf: str, pos: int) -> tuple | None:
+    # Field 'reasoning_content': watches close of 'reasoning_content' '</think>'.
+    best = None
+    # close of 'reasoning_content'
+    start = buf.find(REASONING_CONTENT_CLOSE, pos)
+    if start >= 0:
+        best = (start, start + 8, False, "reasoning_content", None)
+    return best
+
+
+def _end_tool_calls(buf: str, pos: int) -> tuple | None:
+    # Field 'tool_calls': watches close of 'tool_calls' '</tool_call>'.
+    best = None
+    # close of 'tool_calls'
+    start = buf.find(TOOL_CALLS_CLOSE, pos)
+    if start >= 0:
+        best = (start, start + 12, False, "tool_calls", None)
+    return best
+
+
 # One value function per field: its content parser, then its transform.
 
 
 def _value_reasoning_content(body: str, captures: dict) -> Any:
     # Field 'reasoning_content': text content.
-    return parse_text(body, REASONING_CONTENT_ARGS)
+    return body.strip()
 
 
 def _value_tool_calls(body: str, captures: dict) -> Any:
     # Field 'tool_calls': json content, then transform.
-    return transform_value(TOOL_CALLS_TRANSFORM, parse_json(body, TOOL_CALLS_ARGS), captures)
+    content = parse_json(body, TOOL_CALLS_ARGS)
+    return {"type": "function", "function": content}
 
 
 def _value_content(body: str, captures: dict) -> Any:
     # Field 'content': text content.
-    return parse_text(body, CONTENT_ARGS)
+    return body.strip()
 
 
 class ResponseParser(CompiledParser):
@@ -151,6 +194,11 @@ class ResponseParser(CompiledParser):
         "content": _scan_outside,
         "reasoning_content": _scan_reasoning_content,
         "tool_calls": _scan_tool_calls,
+    }
+    ENDS: ClassVar[dict] = {
+        "content": _end_outside,
+        "reasoning_content": _end_reasoning_content,
+        "tool_calls": _end_tool_calls,
     }
     QUICK: ClassVar[dict] = {
         "content": _SCAN_OUTSIDE_STARTS.search,

@@ -44,6 +44,7 @@ class CompiledParser:
     # Filled in by the generated subclass.
     IMPLICIT: ClassVar[Any] = None  # the implicit field's name, or None for the null sink
     SCANS: ClassVar[dict]  # state (field name, or IMPLICIT when outside explicit regions) -> scan method
+    ENDS: ClassVar[dict]  # state -> its end-of-stream scan: (buf, pos) -> the delimiter to commit, or None
     QUICK: ClassVar[dict]  # state -> `search` of a class of every watched delimiter's first char, or None
     FIRST: ClassVar[dict]  # state -> the one character QUICK's class holds, checked with `in`, or None
     TAILS: ClassVar[dict]  # state -> character sets of the trailing runs that lead-run delimiters hold
@@ -57,13 +58,20 @@ class CompiledParser:
     START_ANCHOR_KIND: ClassVar[str]  # "start_anchor" or "start_anchor_pattern"
     KEEP: ClassVar[int | None]  # consumed characters kept as pattern context; None keeps everything
 
-    # state -> (scan, quick, first, tails, dirty): what entering a state sets, looked up once.
+    # state -> (scan, end, quick, first, tails, dirty): what entering a state sets, looked up once.
     _STATES: ClassVar[dict]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls._STATES = {
-            state: (scan, cls.QUICK[state], cls.FIRST[state], cls.TAILS[state], cls.DIRTY.get(state, False))
+            state: (
+                scan,
+                cls.ENDS[state],
+                cls.QUICK[state],
+                cls.FIRST[state],
+                cls.TAILS[state],
+                cls.DIRTY.get(state, False),
+            )
             for state, scan in cls.SCANS.items()
         }
 
@@ -113,7 +121,7 @@ class CompiledParser:
     def _reset(self) -> None:
         current = self.IMPLICIT
         self._current = current
-        self._scan, self._quick, self._first, self._tails, self._dirty = self._STATES[current]
+        self._scan, self._end, self._quick, self._first, self._tails, self._dirty = self._STATES[current]
         self._captures: dict[str, str] = {}
         self._parts: list[str] = []
         self._coalesce_at = _COALESCE
@@ -246,7 +254,10 @@ class CompiledParser:
         buf = self._buf
         while True:
             pos = self._pos
-            commit, hold = self._scan(buf, pos, eos)
+            if eos:
+                commit = self._end(buf, pos)
+            else:
+                commit, hold = self._scan(buf, pos, False)
             if commit is not None:
                 start, end, is_open, name, match = commit
                 if start > pos:
@@ -306,7 +317,7 @@ class CompiledParser:
 
     def _open(self, events: list[dict] | None, name: Any, match: Any, zero_width: bool) -> None:
         self._current = name
-        self._scan, self._quick, self._first, self._tails, self._dirty = self._STATES[name]
+        self._scan, self._end, self._quick, self._first, self._tails, self._dirty = self._STATES[name]
         self._captures = (
             {} if match is None else {k: v for k, v in match.groupdict().items() if v is not None}
         )

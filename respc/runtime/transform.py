@@ -10,7 +10,14 @@ from typing import Any
 
 import regex
 
-__all__ = ["PLACEHOLDER", "apply_transform", "find_mixed_placeholder", "transform_each", "transform_value"]
+__all__ = [
+    "PLACEHOLDER",
+    "apply_transform",
+    "find_mixed_placeholder",
+    "resolve_placeholder",
+    "transform_each",
+    "transform_value",
+]
 
 PLACEHOLDER = regex.compile(r"\{(\w+(?:\.\w+)*)\}")
 
@@ -61,6 +68,13 @@ def apply_transform(transform: Any, scope: dict) -> Any:
         return transform
     whole = PLACEHOLDER.fullmatch(transform)
     return _resolve(whole.group(1), scope) if whole else transform
+
+
+def resolve_placeholder(path: str, captures: dict, content: Any) -> Any:
+    """One placeholder of a transform compiled to an expression, resolved (and failing) exactly as
+    `transform_value` would resolve it; generated code inlines the common cases and calls this for the
+    rest."""
+    return _resolve(path, {**captures, "content": content})
 
 
 def transform_value(transform: Any, value: Any, captures: dict) -> Any:

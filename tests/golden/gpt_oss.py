@@ -16,10 +16,10 @@ from typing import Any, ClassVar
 
 import regex
 
-from respc.runtime.content import parse_json, parse_text
+from respc.runtime.content import parse_json
 from respc.runtime.parser import CompiledParser
 from respc.runtime.scan import scan_literal, scan_pattern
-from respc.runtime.transform import transform_value
+from respc.runtime.transform import resolve_placeholder
 
 __all__ = ["TEMPLATE", "ResponseParser", "parse_response"]
 
@@ -144,22 +144,88 @@ def _scan_tool_calls(buf: str, pos: int, eos: bool) -> tuple:
     return None, len(buf)
 
 
+# At the end of the stream nothing can grow or be held back: one scan per state gives the delimiter
+# to commit, the leftmost complete match (the longest, then the first watched, on a tie), or None.
+
+
+def _end_outside(buf: str, pos: int) -> tuple | None:
+    # Outside explicit regions (no implicit field: text is discarded): watches open of 'content'
+    # '<|channel|>final<|message|>', open of 'thinking' '<|channel|>analysis<|message|>', open of
+    # 'tool_calls' /<\|channel\|>commentary to=functions\.(?P<name>\w+).*?<\|message\|>/.
+    best = None
+    # open of 'content'
+    start = buf.find(CONTENT_OPEN, pos)
+    if start >= 0:
+        best = (start, start + 27, True, "content", None)
+    # open of 'thinking'
+    start = buf.find(THINKING_OPEN, pos) if best is None else buf.find(THINKING_OPEN, pos, best[0] + 30)
+    if start >= 0 and (best is None or start < best[0] or (start == best[0] and start + 30 > best[1])):
+        best = (start, start + 30, True, "thinking", None)
+    # open of 'tool_calls'
+    found = scan_pattern(buf, pos, TOOL_CALLS_OPEN_RE, True)
+    if found is not None and (
+        best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])
+    ):
+        best = (found[0], found[1], True, "tool_calls", found[3])
+    # A zero-width match at the very end commits nothing, as in the streaming scan.
+    return best if best is not None and best[0] < len(buf) else None
+
+
+def _end_thinking(buf: str, pos: int) -> tuple | None:
+    # Field 'thinking': watches close of 'thinking' '<|end|>'.
+    best = None
+    # close of 'thinking'
+    start = buf.find(THINKING_CLOSE, pos)
+    if start >= 0:
+        best = (start, start + 7, False, "thinking", None)
+    return best
+
+
+def _end_content(buf: str, pos: int) -> tuple | None:
+    # Field 'content': watches close of 'content' '<|end|>'.
+    best = None
+    # close of 'content'
+    start = buf.find(CONTENT_CLOSE, pos)
+    if start >= 0:
+        best = (start, start + 7, False, "content", None)
+    return best
+
+
+def _end_tool_calls(buf: str, pos: int) -> tuple | None:
+    # Field 'tool_calls': watches close of 'tool_calls' '<|call|>'.
+    best = None
+    # close of 'tool_calls'
+    start = buf.find(TOOL_CALLS_CLOSE, pos)
+    if start >= 0:
+        best = (start, start + 8, False, "tool_calls", None)
+    return best
+
+
 # One value function per field: its content parser, then its transform.
 
 
 def _value_thinking(body: str, captures: dict) -> Any:
     # Field 'thinking': text content.
-    return parse_text(body, THINKING_ARGS)
+    return body.strip()
 
 
 def _value_content(body: str, captures: dict) -> Any:
     # Field 'content': text content.
-    return parse_text(body, CONTENT_ARGS)
+    return body.strip()
 
 
 def _value_tool_calls(body: str, captures: dict) -> Any:
     # Field 'tool_calls': json content, then transform.
-    return transform_value(TOOL_CALLS_TRANSFORM, parse_json(body, TOOL_CALLS_ARGS), captures)
+    content = parse_json(body, TOOL_CALLS_ARGS)
+    return {
+        "type": "function",
+        "function": {
+            "name": (
+                captures["name"] if "name" in captures else resolve_placeholder("name", captures, content)
+            ),
+            "arguments": content,
+        },
+    }
 
 
 class ResponseParser(CompiledParser):
@@ -171,6 +237,12 @@ class ResponseParser(CompiledParser):
         "thinking": _scan_thinking,
         "content": _scan_content,
         "tool_calls": _scan_tool_calls,
+    }
+    ENDS: ClassVar[dict] = {
+        None: _end_outside,
+        "thinking": _end_thinking,
+        "content": _end_content,
+        "tool_calls": _end_tool_calls,
     }
     QUICK: ClassVar[dict] = {
         None: _SCAN_OUTSIDE_STARTS.search,

@@ -19,7 +19,7 @@ try:  # Python's own regex parser gives the structure of the pattern
 except ImportError:  # pragma: no cover - Python 3.10
     import sre_parse  # type: ignore[no-redef]
 
-__all__ = ["first_chars", "may_match_empty"]
+__all__ = ["first_chars", "literal_prefix", "may_match_empty"]
 
 _BAD_ESCAPE = re.compile(r"\\[pPXNmMGKLhHvV]")  # escapes only the `regex` module knows, or reads otherwise
 _ESCAPED = re.compile(r"\\.", re.DOTALL)
@@ -111,6 +111,26 @@ def first_chars(pattern: str) -> set[str] | None:
     except (_Unknown, re.error, RecursionError, OverflowError, ValueError):
         return None
     return None if nullable else first
+
+
+def literal_prefix(pattern: str) -> str:
+    """The literal text every match of `pattern` starts with ("" when unknown).
+
+    An end-of-stream scan finds it with `str.find` before running the regex: no match can start before
+    its first occurrence, and none at all if it does not occur.
+    """
+    if _NOT_PLAIN.search(pattern):
+        return ""
+    try:
+        items = sre_parse.parse(pattern, re.DOTALL)
+    except Exception:
+        return ""
+    prefix = []
+    for op, av in items:
+        if str(op) != "LITERAL":
+            break
+        prefix.append(chr(av))
+    return "".join(prefix)
 
 
 def may_match_empty(pattern: str) -> bool:

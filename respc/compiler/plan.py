@@ -15,7 +15,14 @@ from typing import Any
 
 import regex
 
-from respc.compiler.firstchars import LEAD_CHARS, backtracking_risk, first_chars, may_match_empty, split_lead
+from respc.compiler.firstchars import (
+    LEAD_CHARS,
+    backtracking_risk,
+    first_chars,
+    literal_prefix,
+    may_match_empty,
+    split_lead,
+)
 from respc.compiler.spec import Anchor, Field, Spec, TemplateError
 from respc.compiler.transforms import transform_expression
 from respc.runtime.content import DIRTY_PARSERS
@@ -49,6 +56,12 @@ class Delimiter:
     may_be_empty: bool
     lead: str | None = None  # class of a leading run the scan walks back over (regex `\s*<x>`)
     rest: str | None = None  # the pattern after that run, which the scan searches for
+    prefix: str = ""  # literal text every match of the searched pattern starts with
+
+    @property
+    def prefix_const(self) -> str:
+        """Module constant holding `prefix` (regex delimiters with a literal prefix only)."""
+        return self.const.removesuffix("_RE") + "_PREFIX"
 
     @property
     def method(self) -> str:
@@ -226,7 +239,15 @@ def _delimiter(field: Field, ident: str, kind: str, anchor: Anchor) -> Delimiter
         split = split_lead(anchor.pattern)
         lead, rest = split if split else (None, None)
         return Delimiter(
-            field.name, kind, anchor, const + "_RE", (), may_match_empty(anchor.pattern), lead, rest
+            field.name,
+            kind,
+            anchor,
+            const + "_RE",
+            (),
+            may_match_empty(anchor.pattern),
+            lead,
+            rest,
+            literal_prefix(rest or anchor.pattern),
         )
     return Delimiter(
         field.name, kind, anchor, const, tuple(sorted(anchor.literals, key=len, reverse=True)), False

@@ -44,6 +44,7 @@ TEMPLATE = {
 REASONING_CONTENT_OPEN = "<|channel>thought\n"
 REASONING_CONTENT_CLOSE = "<channel|>"
 TOOL_CALLS_OPEN_RE = regex.compile(r"<\|tool_call>call:(?P<name>\w+)", regex.DOTALL)
+TOOL_CALLS_OPEN_PREFIX = "<|tool_call>call:"  # every match starts with this
 TOOL_CALLS_CLOSE = "<tool_call|>"
 CONTENT_CLOSE = ("<|tool_response>", "<turn|>", "<eos>")
 START_ANCHOR_LITERALS = ("<tool_response|>", "<|turn>model\n")
@@ -142,7 +143,13 @@ def _end_outside(buf: str, pos: int) -> tuple | None:
     if start >= 0:
         best = (start, start + 18, True, "reasoning_content", None)
     # open of 'tool_calls'
-    found = scan_pattern(buf, pos, TOOL_CALLS_OPEN_RE, True)
+    # No match can start before the first '<|tool_call>call:' (nor matter after the best so far).
+    at = (
+        buf.find(TOOL_CALLS_OPEN_PREFIX, pos)
+        if best is None
+        else buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + 17)
+    )
+    found = None if at < 0 else scan_pattern(buf, at, TOOL_CALLS_OPEN_RE, True)
     if found is not None and (
         best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])
     ):

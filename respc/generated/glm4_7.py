@@ -53,6 +53,7 @@ REASONING_CONTENT_OPEN_RE = regex.compile(r"<think>", regex.DOTALL)
 REASONING_CONTENT_OPEN_RUN = frozenset(
     "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 )
+REASONING_CONTENT_OPEN_PREFIX = "<think>"  # every match of the rest starts with this
 REASONING_CONTENT_CLOSE = "</think>"
 # /\s*<tool_call>\s*(?P<name>[^\s<]+)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
@@ -60,6 +61,7 @@ TOOL_CALLS_OPEN_RE = regex.compile(r"<tool_call>\s*(?P<name>[^\s<]+)", regex.DOT
 TOOL_CALLS_OPEN_RUN = frozenset(
     "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 )
+TOOL_CALLS_OPEN_PREFIX = "<tool_call>"  # every match of the rest starts with this
 TOOL_CALLS_CLOSE = "</tool_call>"
 # /\s*(?:<\|user\|>|<\|observation\|>|<\|endoftext\|>)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
@@ -67,6 +69,7 @@ CONTENT_CLOSE_RE = regex.compile(r"(?:<\|user\|>|<\|observation\|>|<\|endoftext\
 CONTENT_CLOSE_RUN = frozenset(
     "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 )
+CONTENT_CLOSE_PREFIX = "<|"  # every match of the rest starts with this
 START_ANCHOR_LITERALS = ("<|assistant|></think>", "<|assistant|>")
 START_ANCHOR_RE = regex.compile(
     "|".join(regex.escape(anchor) for anchor in START_ANCHOR_LITERALS), regex.DOTALL
@@ -167,17 +170,27 @@ def _end_outside(buf: str, pos: int) -> tuple | None:
     # /\s*(?:<\|user\|>|<\|observation\|>|<\|endoftext\|>)/.
     best = None
     # open of 'reasoning_content'
-    found = scan_lead(buf, pos, REASONING_CONTENT_OPEN_RE, REASONING_CONTENT_OPEN_RUN, True)
+    # No match can start before the first '<think>'.
+    at = buf.find(REASONING_CONTENT_OPEN_PREFIX, pos)
+    found = (
+        None
+        if at < 0
+        else scan_lead(buf, pos, REASONING_CONTENT_OPEN_RE, REASONING_CONTENT_OPEN_RUN, True, at)
+    )
     if found is not None:
         best = (found[0], found[1], True, "reasoning_content", found[3])
     # open of 'tool_calls'
-    found = scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, TOOL_CALLS_OPEN_RUN, True)
+    # No match can start before the first '<tool_call>'.
+    at = buf.find(TOOL_CALLS_OPEN_PREFIX, pos)
+    found = None if at < 0 else scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, TOOL_CALLS_OPEN_RUN, True, at)
     if found is not None and (
         best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])
     ):
         best = (found[0], found[1], True, "tool_calls", found[3])
     # close of 'content'
-    found = scan_lead(buf, pos, CONTENT_CLOSE_RE, CONTENT_CLOSE_RUN, True)
+    # No match can start before the first '<|'.
+    at = buf.find(CONTENT_CLOSE_PREFIX, pos)
+    found = None if at < 0 else scan_lead(buf, pos, CONTENT_CLOSE_RE, CONTENT_CLOSE_RUN, True, at)
     if found is not None and (
         best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])
     ):

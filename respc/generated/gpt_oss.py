@@ -51,6 +51,7 @@ CONTENT_CLOSE = "<|end|>"
 TOOL_CALLS_OPEN_RE = regex.compile(
     r"<\|channel\|>commentary to=functions\.(?P<name>\w+).*?<\|message\|>", regex.DOTALL
 )
+TOOL_CALLS_OPEN_PREFIX = "<|channel|>commentary to=functions."  # every match starts with this
 TOOL_CALLS_CLOSE = "<|call|>"
 START_ANCHOR_LITERALS = ("<|start|>assistant",)
 START_ANCHOR_RE = regex.compile(
@@ -170,7 +171,13 @@ def _end_outside(buf: str, pos: int) -> tuple | None:
     if start >= 0 and (best is None or start < best[0] or (start == best[0] and start + 30 > best[1])):
         best = (start, start + 30, True, "reasoning_content", None)
     # open of 'tool_calls'
-    found = scan_pattern(buf, pos, TOOL_CALLS_OPEN_RE, True)
+    # No match can start before the first '<|channel|>commentary to=functions.' (nor matter after the best so far).
+    at = (
+        buf.find(TOOL_CALLS_OPEN_PREFIX, pos)
+        if best is None
+        else buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + 35)
+    )
+    found = None if at < 0 else scan_pattern(buf, at, TOOL_CALLS_OPEN_RE, True)
     if found is not None and (
         best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])
     ):

@@ -48,6 +48,7 @@ TOOL_CALLS_OPEN_RE = regex.compile(r"<tool_calls>", regex.DOTALL)
 TOOL_CALLS_OPEN_RUN = frozenset(
     "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 )
+TOOL_CALLS_OPEN_PREFIX = "<tool_calls>"  # every match of the rest starts with this
 TOOL_CALLS_CLOSE = "</tool_calls>"
 # /\s*(?:<answer>|</answer>|<\|eos\|>|助手：)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
@@ -156,7 +157,9 @@ def _end_outside(buf: str, pos: int) -> tuple | None:
     if start >= 0:
         best = (start, start + 7, True, "reasoning_content", None)
     # open of 'tool_calls'
-    found = scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, TOOL_CALLS_OPEN_RUN, True)
+    # No match can start before the first '<tool_calls>'.
+    at = buf.find(TOOL_CALLS_OPEN_PREFIX, pos)
+    found = None if at < 0 else scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, TOOL_CALLS_OPEN_RUN, True, at)
     if found is not None and (
         best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])
     ):

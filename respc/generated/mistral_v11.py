@@ -49,6 +49,7 @@ REASONING_CONTENT_CLOSE = ("[/THINK]", "</think>")
 TOOL_CALLS_OPEN_RE = regex.compile(
     r"\[TOOL_CALLS\](?P<name>[^\[\]\s]+)(?:\[CALL_ID\][^\[]*)?\[ARGS\]", regex.DOTALL
 )
+TOOL_CALLS_OPEN_PREFIX = "[TOOL_CALLS]"  # every match starts with this
 TOOL_CALLS_CLOSE_RE = regex.compile(r"</s>|(?=\[TOOL_CALLS\])", regex.DOTALL)
 CONTENT_CLOSE = "</s>"
 START_ANCHOR_LITERALS = ("[/TOOL_RESULTS]", "[/INST]")
@@ -146,7 +147,13 @@ def _end_outside(buf: str, pos: int) -> tuple | None:
     if found is not None:
         best = (found[0], found[1], True, "reasoning_content", found[3])
     # open of 'tool_calls'
-    found = scan_pattern(buf, pos, TOOL_CALLS_OPEN_RE, True)
+    # No match can start before the first '[TOOL_CALLS]' (nor matter after the best so far).
+    at = (
+        buf.find(TOOL_CALLS_OPEN_PREFIX, pos)
+        if best is None
+        else buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + 12)
+    )
+    found = None if at < 0 else scan_pattern(buf, at, TOOL_CALLS_OPEN_RE, True)
     if found is not None and (
         best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])
     ):

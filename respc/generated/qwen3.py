@@ -50,6 +50,7 @@ TOOL_CALLS_OPEN_RE = regex.compile(r"<tool_call>", regex.DOTALL)
 TOOL_CALLS_OPEN_RUN = frozenset(
     "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 )
+TOOL_CALLS_OPEN_PREFIX = "<tool_call>"  # every match of the rest starts with this
 TOOL_CALLS_CLOSE = "</tool_call>"
 # /\s*(?:<\|im_end\|>|<\|endoftext\|>|<\|eot_id\|>)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
@@ -57,6 +58,7 @@ CONTENT_CLOSE_RE = regex.compile(r"(?:<\|im_end\|>|<\|endoftext\|>|<\|eot_id\|>)
 CONTENT_CLOSE_RUN = frozenset(
     "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 )
+CONTENT_CLOSE_PREFIX = "<|"  # every match of the rest starts with this
 START_ANCHOR_LITERALS = ("<|im_start|>assistant\n",)
 START_ANCHOR_RE = regex.compile(
     "|".join(regex.escape(anchor) for anchor in START_ANCHOR_LITERALS), regex.DOTALL
@@ -158,13 +160,17 @@ def _end_outside(buf: str, pos: int) -> tuple | None:
     if start >= 0:
         best = (start, start + 7, True, "reasoning_content", None)
     # open of 'tool_calls'
-    found = scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, TOOL_CALLS_OPEN_RUN, True)
+    # No match can start before the first '<tool_call>'.
+    at = buf.find(TOOL_CALLS_OPEN_PREFIX, pos)
+    found = None if at < 0 else scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, TOOL_CALLS_OPEN_RUN, True, at)
     if found is not None and (
         best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])
     ):
         best = (found[0], found[1], True, "tool_calls", found[3])
     # close of 'content'
-    found = scan_lead(buf, pos, CONTENT_CLOSE_RE, CONTENT_CLOSE_RUN, True)
+    # No match can start before the first '<|'.
+    at = buf.find(CONTENT_CLOSE_PREFIX, pos)
+    found = None if at < 0 else scan_lead(buf, pos, CONTENT_CLOSE_RE, CONTENT_CLOSE_RUN, True, at)
     if found is not None and (
         best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])
     ):

@@ -57,12 +57,14 @@ TOOL_CALLS_OPEN_RUN = frozenset(
     "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 )
 TOOL_CALLS_CLOSE_RE = regex.compile(r"</steptml:invoke>\s*<｜tool_call_end｜>", regex.DOTALL)
+TOOL_CALLS_CLOSE_PREFIX = "</steptml:invoke>"  # every match starts with this
 # /\s*(?:<｜tool_calls_end｜>|<\|EOT\|>)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = regex.compile(r"(?:<｜tool_calls_end｜>|<\|EOT\|>)", regex.DOTALL)
 CONTENT_CLOSE_RUN = frozenset(
     "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 )
+CONTENT_CLOSE_PREFIX = "<"  # every match of the rest starts with this
 START_ANCHOR_LITERALS = ("<|BOT|>assistant\n",)
 START_ANCHOR_RE = regex.compile(
     "|".join(regex.escape(anchor) for anchor in START_ANCHOR_LITERALS), regex.DOTALL
@@ -174,7 +176,9 @@ def _end_outside(buf: str, pos: int) -> tuple | None:
     ):
         best = (found[0], found[1], True, "tool_calls", found[3])
     # close of 'content'
-    found = scan_lead(buf, pos, CONTENT_CLOSE_RE, CONTENT_CLOSE_RUN, True)
+    # No match can start before the first '<'.
+    at = buf.find(CONTENT_CLOSE_PREFIX, pos)
+    found = None if at < 0 else scan_lead(buf, pos, CONTENT_CLOSE_RE, CONTENT_CLOSE_RUN, True, at)
     if found is not None and (
         best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])
     ):
@@ -197,7 +201,9 @@ def _end_tool_calls(buf: str, pos: int) -> tuple | None:
     # Field 'tool_calls': watches close of 'tool_calls' /</steptml:invoke>\s*<｜tool_call_end｜>/.
     best = None
     # close of 'tool_calls'
-    found = scan_pattern(buf, pos, TOOL_CALLS_CLOSE_RE, True)
+    # No match can start before the first '</steptml:invoke>'.
+    at = buf.find(TOOL_CALLS_CLOSE_PREFIX, pos)
+    found = None if at < 0 else scan_pattern(buf, at, TOOL_CALLS_CLOSE_RE, True)
     if found is not None:
         best = (found[0], found[1], False, "tool_calls", found[3])
     # A zero-width match at the very end commits nothing, as in the streaming scan.

@@ -94,6 +94,7 @@ class CompiledParser:
         self._pos = 0
         self._output: dict[str, Any] = self.defaults()
         self._finalized = False
+        self._fast = False  # set by feed() once the common case applies
         self._reset()
         self.initial_events: list[dict] = []
         if prefix:
@@ -136,12 +137,36 @@ class CompiledParser:
 
     def feed(self, text: str) -> list[dict]:
         """Consume the next piece of model output; returns the events it caused."""
+        # The common case, kept to a few operations: a region is open, nothing is held back, and no
+        # watched delimiter can start in this chunk, so the oracle's pass routes the whole chunk as one
+        # event. (str.find also makes a non-str chunk raise TypeError, as upstream.)
+        if self._fast and text and _find(text, self._first) < 0:
+            self._buf = text  # the chunk is all the context the patterns can look back at
+            self._pos = len(text)
+            parts = self._parts
+            parts.append(text)
+            if len(parts) >= self._coalesce_at:
+                self._coalesce()
+            return [{"type": "region_chunk", "field": self._current, "text": text, "dirty": self._dirty}]
+        self._fast = False  # until this feed has finished without error
+        events = self._feed(text)
+        self._fast = (
+            self._first is not None
+            and self._current is not None
+            and self._opened
+            and self._pos == len(self._buf)
+            and not self._tails
+            and self.KEEP is not None
+        )
+        return events
+
+    def _feed(self, text: str) -> list[dict]:
         if self._finalized:
             raise RuntimeError("ResponseParser already finalized")
         if text:
             first = self._first
             if first is not None:
-                plain = _find(text, first) < 0  # str.find: a non-str chunk raises TypeError, as upstream
+                plain = _find(text, first) < 0
             else:
                 quick = self._quick
                 plain = quick is not None and quick(text) is None
@@ -205,6 +230,7 @@ class CompiledParser:
         """End the stream: close what is open and return `(message, events)`."""
         if self._finalized:
             raise RuntimeError("ResponseParser already finalized")
+        self._fast = False
         events: list[dict] = []
         self._process(events, True)
         return self._finish(events), events

@@ -118,12 +118,15 @@ def scan_pattern(buf: str, pos: int, pattern: Any, eos: bool) -> Found | None:
     return match.start(), end, not match.partial and end < len(buf), match
 
 
-def scan_lead(buf: str, pos: int, rest: Any, run: frozenset[str], eos: bool) -> Found | None:
+def scan_lead(
+    buf: str, pos: int, rest: Any, run: frozenset[str], eos: bool, at: int | None = None
+) -> Found | None:
     """A regex `R*X` (a run of one character class, then `X`, which cannot start with one): search `X`
     and walk back over the run before it. The leftmost (partial) match of the whole pattern starts
     exactly there, so this agrees with the oracle's search without trying the run at every position.
+    `at` starts the search for `X` later than `pos` when no match of `X` can start before it.
     """
-    match = _search(rest, buf, pos, not eos)
+    match = _search(rest, buf, pos if at is None else at, not eos)
     if match is None:
         return None
     start = match.start()

@@ -135,7 +135,7 @@ def _generate(template: Any, name: str, out: str | None) -> str:
         return generate_source(template, name=name, regenerate=regenerate)
     except TemplateError as error:
         raise CliError(f"{name}: {error}".splitlines()[0]) from error
-    except (SourceError, RecursionError) as error:
+    except (SourceError, RecursionError, MemoryError) as error:
         # transformers accepts values nested deeper than Python source can spell (about 200 levels)
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise CliError(f"{name}: cannot compile: template values are nested too deeply ({reason})") from error
@@ -275,7 +275,12 @@ def _show_warning(message: Warning | str, category: type, filename: str, lineno:
 def main(argv: list[str] | None = None) -> int:
     """Run the `respc` command; returns the exit code."""
     args = _parser().parse_args(argv)
-    warnings.showwarning = _show_warning
+    with warnings.catch_warnings():  # restores the caller's warning display when main() returns
+        warnings.showwarning = _show_warning
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         return args.run(args)
     except BrokenPipeError:  # `respc presets | head`: the reader left; end quietly, as Python's docs advise

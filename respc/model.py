@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from respc._hash import template_hash
 from respc._version import __version__
 from respc.runtime.tokenizer import (
     TokenDecoder,
@@ -149,18 +150,8 @@ def _read_json(path: Path) -> dict:
 
 
 def template_key(template: Any) -> str:
-    """`respc.compiler.template_hash(template)`.
-
-    Computed here for JSON data (every template read from a file) so that loading from a warm cache does
-    not import the compiler, whose modules import jinja2 and black; tests check the two agree.
-    """
-    try:
-        canonical = json.dumps(template, ensure_ascii=True, separators=(",", ":"), allow_nan=True)
-    except (TypeError, ValueError):
-        from respc.compiler import template_hash
-
-        return template_hash(template)
-    return hashlib.sha256(canonical.encode("ascii", "backslashreplace")).hexdigest()
+    """The name of `template`'s cached module: `respc.compiler.template_hash`, without the compiler."""
+    return template_hash(template)
 
 
 def cache_dir() -> Path:

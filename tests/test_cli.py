@@ -170,6 +170,23 @@ def test_backtracking_warning_is_one_line_and_compiles(tmp_path: Path) -> None:
     assert "may backtrack exponentially" in done.stderr
 
 
+def test_main_in_process_leaves_the_callers_warning_display_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    import warnings
+
+    from respc.cli import main
+
+    source = tmp_path / "t.json"
+    source.write_text(
+        json.dumps({"start_anchor": "a", "fields": {"x": {"open": "<x>", "close_pattern": "(a+)+$"}}})
+    )
+    before = warnings.showwarning
+    assert main(["compile", str(source), "-o", str(tmp_path / "p.py")]) == 0
+    assert "respc: warning: " in capsys.readouterr().err
+    assert warnings.showwarning is before
+
+
 def test_model_dir_without_template_uses_the_preset_for_its_model_type(tmp_path: Path) -> None:
     (tmp_path / "tokenizer_config.json").write_text('{"tokenizer_class": "PreTrainedTokenizerFast"}')
     (tmp_path / "config.json").write_text('{"model_type": "qwen3"}')

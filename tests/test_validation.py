@@ -76,6 +76,29 @@ def test_one_empty_matchable_side_is_accepted_and_exact() -> None:
         assert_same(respc_parse(template, text, ""), oracle_parse(template, text, ""), template, text)
 
 
+@pytest.mark.parametrize(
+    "field",
+    [
+        {"open_pattern": "(?=z)", "close_pattern": "$"},
+        {"open_pattern": r"(?=<)", "close_pattern": r"(?=\d)"},
+        {"open_pattern": "(?:<t>|(?=q))", "close_pattern": r"\Z"},
+    ],
+)
+def test_empty_matches_that_never_meet_are_accepted_and_exact(field: dict) -> None:
+    """Open and close that can each match empty, but never at one position, cannot loop upstream: respc
+    compiles them and agrees with the oracle (which returns) on every chunking."""
+    from conftest import assert_same, stream_trace
+    from transformers.utils.chat_parsing import ResponseParser as Oracle
+
+    template = {"start_anchor": "a", "fields": {"t": field, "c": {"close": "<eos>"}}}
+    module = respc.compile_template(template)
+    for text in ("zz", "az\n", "", "q<t>1q2", "x<y9<eos>z", "zq\nz"):
+        for chunks in ([text], list(text)):
+            theirs = stream_trace(lambda: Oracle(template, ""), chunks, deadline=2.0)
+            ours = stream_trace(lambda: module.ResponseParser(""), chunks)
+            assert_same(ours, theirs, template, f"chunks={chunks!r}")
+
+
 def test_backtracking_delimiters_compile_with_a_warning() -> None:
     from respc.compiler import TemplateWarning
 

@@ -10,6 +10,7 @@ assertions, `.`) gets no set and its state always scans.
 from __future__ import annotations
 
 import re
+import warnings
 from typing import Any
 
 import regex
@@ -19,7 +20,7 @@ try:  # Python's own regex parser gives the structure of the pattern
 except ImportError:  # pragma: no cover - Python 3.10
     import sre_parse  # type: ignore[no-redef]
 
-__all__ = ["first_chars", "literal_prefix", "may_match_empty"]
+__all__ = ["empty_together", "first_chars", "literal_prefix", "may_match_empty"]
 
 _BAD_ESCAPE = re.compile(r"\\[pPXNmMGKLhHvV]")  # escapes only the `regex` module knows, or reads otherwise
 _ESCAPED = re.compile(r"\\.", re.DOTALL)
@@ -28,6 +29,14 @@ _BAD_SYNTAX = re.compile(
     r"|\{(?![0-9]*,?[0-9]*\})"  # fuzzy matching and other non-repeat braces
     r"|\[\[|\[:|&&|\|\||--|~~"  # nested sets, POSIX classes, set operations
 )
+
+
+def _parse(pattern: str) -> Any:
+    """Python's parse tree of `pattern`, without the FutureWarnings it gives for `regex`-module syntax
+    such as `[[:alpha:]]` (those patterns are the `regex` module's to read; ours is only an analysis)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        return sre_parse.parse(pattern, re.DOTALL)
 
 
 class _NotPlain:
@@ -107,7 +116,7 @@ def first_chars(pattern: str) -> set[str] | None:
     if _NOT_PLAIN.search(pattern):
         return None
     try:
-        first, nullable = _sequence(sre_parse.parse(pattern, re.DOTALL))
+        first, nullable = _sequence(_parse(pattern))
     except (_Unknown, re.error, RecursionError, OverflowError, ValueError):
         return None
     return None if nullable else first
@@ -122,7 +131,7 @@ def literal_prefix(pattern: str) -> str:
     if _NOT_PLAIN.search(pattern):
         return ""
     try:
-        items = sre_parse.parse(pattern, re.DOTALL)
+        items = _parse(pattern)
     except Exception:
         return ""
     prefix = []
@@ -143,12 +152,116 @@ def may_match_empty(pattern: str) -> bool:
                 return True
     if not _NOT_PLAIN.search(pattern):
         try:
-            return sre_parse.parse(pattern, re.DOTALL).getwidth()[0] == 0
+            return _parse(pattern).getwidth()[0] == 0
         except Exception:
             pass
     # Syntax Python's parser reads differently (POSIX classes, \p{..}, fuzzy matching...): empty unless
     # nothing in the pattern can match without consuming a character.
     return bool(_CAN_BE_EMPTY.search(_ESCAPED.sub("x", pattern)) or _ZERO_WIDTH_ESCAPE.search(pattern))
+
+
+_ANYWHERE = "anywhere"  # an empty match whose position nothing in the analysis restricts
+_NEVER = "never"  # the pattern cannot match the empty string
+_END = ("end",)
+
+
+def _empty_where(items: Any) -> Any:
+    """Where `items` can match the empty string, over-approximated by what must follow that position: a
+    frozenset of ("char", c), ("class", item) and _END, or _ANYWHERE, or _NEVER. All items of an empty
+    match sit at one position, so any one item's restriction holds for the whole sequence."""
+    where: Any = _ANYWHERE
+    for op, av in items:
+        found = _empty_item(str(op), av)
+        if found is _NEVER:
+            return _NEVER
+        if where is _ANYWHERE:
+            where = found
+    return where
+
+
+def _empty_item(op: str, av: Any) -> Any:
+    if op in ("LITERAL", "NOT_LITERAL", "IN", "ANY"):
+        return _NEVER
+    if op == "AT":
+        at = str(av)
+        if at == "AT_END":  # `$`: at the end, or before a newline that ends the text
+            return frozenset({_END, ("char", "\n")})
+        if at == "AT_END_STRING":
+            return frozenset({_END})
+        return _ANYWHERE
+    if op == "ASSERT" and av[0] == 1:  # a lookahead: the next character starts its match
+        first = first_chars_of(av[1])
+        return _ANYWHERE if first is None else frozenset(_item_kind(item) for item in first)
+    if op == "SUBPATTERN":
+        return _ANYWHERE if av[1] or av[2] else _empty_where(av[3])
+    if op == "ATOMIC_GROUP":
+        return _empty_where(av)
+    if op == "BRANCH":
+        found: set = set()
+        for branch in av[1]:
+            where = _empty_where(branch)
+            if where is _ANYWHERE:
+                return _ANYWHERE
+            if where is not _NEVER:
+                found |= where
+        return frozenset(found) if found else _NEVER
+    if op in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+        return _ANYWHERE if av[0] == 0 else _empty_where(av[2])
+    return _ANYWHERE  # lookbehinds, negative lookarounds, boundaries, group references...
+
+
+def _item_kind(item: str) -> tuple[str, str]:
+    """A class item from `first_chars`: one (possibly escaped) character, or a range or category."""
+    if len(item) == 1 or (len(item) == 2 and item[0] == "\\" and not item[1].isalnum()):
+        return ("char", item[-1])
+    return ("class", item)
+
+
+def first_chars_of(items: Any) -> set[str] | None:
+    """`first_chars` of an already parsed pattern."""
+    try:
+        first, nullable = _sequence(items)
+    except (_Unknown, RecursionError):
+        return None
+    return None if nullable else first
+
+
+def _overlap(a: Any, b: Any) -> bool:
+    if _END in a and _END in b:
+        return True
+    for kind_a, *rest_a in a - {_END}:
+        for kind_b, *rest_b in b - {_END}:
+            if kind_a == "char" and kind_b == "char":
+                if rest_a[0] == rest_b[0]:
+                    return True
+            elif kind_a == "char" or kind_b == "char":
+                char, item = (rest_a[0], rest_b[0]) if kind_a == "char" else (rest_b[0], rest_a[0])
+                if regex.fullmatch("[" + item + "]", char):
+                    return True
+            else:
+                return True  # two ranges or categories: not worth proving apart
+    return False
+
+
+def empty_together(first: str, second: str) -> bool:
+    """Whether two patterns may both match the empty string at one position (true when unsure).
+
+    transformers' parser hangs when a field's open and close do (quirk Q5); a pair that can each match
+    empty but never at the same place (`(?=z)` and `$`) parses every text, and is accepted.
+    """
+    if not (may_match_empty(first) and may_match_empty(second)):
+        return False
+    if _NOT_PLAIN.search(first) or _NOT_PLAIN.search(second):
+        return True
+    try:
+        where = [_empty_where(_parse(p)) for p in (first, second)]
+    except Exception:
+        return True
+    if _NEVER in where:  # Python's parser proves what the probes could not
+        return False
+    if _ANYWHERE in where:
+        return True
+    return _overlap(*where)
 
 
 # Leading runs that many delimiters start with (the Qwen fallbacks' `\s*<tool_call>`), as
@@ -184,7 +297,7 @@ def split_lead(pattern: str) -> tuple[str, str] | None:
         if rest[0] in "*+?{" or _NOT_PLAIN.search(pattern):
             return None
         try:
-            items = sre_parse.parse(pattern, re.DOTALL)
+            items = _parse(pattern)
         except Exception:
             return None
         if len(items) < 2 or str(items[0][0]) != "MAX_REPEAT":
@@ -202,6 +315,50 @@ def split_lead(pattern: str) -> tuple[str, str] | None:
     return None
 
 
+def _overlapping_branches(items: Any) -> bool:
+    """Whether `items` is (a group around) an alternation two of whose branches can start alike, so
+    that a repeat of it can split one text into iterations in many ways (`(?:a|aa)+`, `(?:\\s|\\n)*`)."""
+    while len(items) == 1 and str(items[0][0]) == "SUBPATTERN":
+        items = items[0][1][3]
+    if len(items) != 1 or str(items[0][0]) != "BRANCH":
+        return False
+    starts = []
+    for branch in items[0][1][1]:
+        first = first_chars_of(branch)
+        if first is not None:
+            starts.append(frozenset(_item_kind(item) for item in first))
+    return any(_overlap(a, b) for i, a in enumerate(starts) for b in starts[i + 1 :])
+
+
+def _ambiguous_end(items: Any) -> bool:
+    """Whether an iteration of `items` can end in an optional part that could also start the next
+    iteration: `(?:a|aa)+`, which Python's parser reads as `(?:a(?:|a))+`, or `(?:aa?)+`."""
+    start = first_chars_of(items)
+    if not start:
+        return False
+    start_kinds = frozenset(_item_kind(item) for item in start)
+    for index in range(len(items) - 1, -1, -1):
+        op, av = items[index]
+        op = str(op)
+        if op in ("MAX_REPEAT", "MIN_REPEAT") and av[0] == 0:
+            bodies = [av[2]]
+        elif op == "BRANCH" and any(not branch for branch in av[1]):
+            bodies = [branch for branch in av[1] if branch]
+        else:
+            bodies = []
+        try:
+            for body in bodies:
+                first, _ = _sequence(body)
+                if first and _overlap(frozenset(_item_kind(item) for item in first), start_kinds):
+                    return True
+            _, nullable = _sequence([items[index]])
+        except (_Unknown, RecursionError):
+            return False
+        if not nullable:
+            return False  # a required part ends every iteration: nothing optional can run into the next
+    return False
+
+
 def backtracking_risk(pattern: str) -> str | None:
     """Why `pattern` may backtrack exponentially (a repeat inside a repeat), or None.
 
@@ -209,7 +366,7 @@ def backtracking_risk(pattern: str) -> str | None:
     `(?:\\s*x?)*`, the classic catastrophic shapes. Patterns Python's parser cannot read are skipped.
     """
     try:
-        tree = sre_parse.parse(pattern, re.DOTALL)
+        tree = _parse(pattern)
     except Exception:  # regex-module-only syntax: nothing to say
         return None
 
@@ -219,6 +376,8 @@ def backtracking_risk(pattern: str) -> str | None:
             if op in ("MAX_REPEAT", "MIN_REPEAT"):
                 if inside_repeat and av[1] == sre_parse.MAXREPEAT:
                     return "a repeated group contains another unbounded repeat"
+                if av[1] == sre_parse.MAXREPEAT and (_overlapping_branches(av[2]) or _ambiguous_end(av[2])):
+                    return "a repeated group can split the same text into iterations in many ways"
                 found = walk(av[2], inside_repeat or av[1] > 1)
             elif op == "SUBPATTERN":
                 found = walk(av[3], inside_repeat)

@@ -39,6 +39,8 @@ def verify_source(source: str, template: Any, filename: str = "<respc>") -> Any:
         code = compile(tree, filename, "exec")
     except SyntaxError as error:
         raise SourceError(f"generated source does not compile: {error}") from error
+    except MemoryError as error:  # Python's parser can give up on deeply nested literals this way
+        raise SourceError(f"generated source does not compile: {type(error).__name__} {error}") from error
     assigned = [
         node.value
         for node in tree.body

@@ -18,6 +18,7 @@ import regex
 from respc.compiler.firstchars import (
     LEAD_CHARS,
     backtracking_risk,
+    empty_together,
     first_chars,
     literal_prefix,
     may_match_empty,
@@ -99,6 +100,32 @@ class State:
     def end_function(self) -> str:
         """The state's end-of-stream scan, which holds nothing back."""
         return self.function.replace("_scan_", "_end_", 1)
+
+    @property
+    def end_literals(self) -> tuple[tuple[str, bool, Any], ...] | None:
+        """For a state watching only literals (two or more), `(literal, is_open, field)` in the order an
+        alternation must try them to reproduce the tie-break at one position: longest first, then in
+        watch order (a literal two delimiters share goes to the first watched). None otherwise."""
+        if not self.watches or any(d.method not in ("literal", "literals") for d in self.watches):
+            return None
+        entries = [
+            (-len(literal), index, literal, d.kind == "open", d.field)
+            for index, d in enumerate(self.watches)
+            for literal in d.literals
+        ]
+        if len(entries) < 2:
+            return None
+        seen: set[str] = set()
+        ordered = []
+        for _, _, literal, is_open, field in sorted(entries, key=lambda e: e[:2]):
+            if literal not in seen:
+                seen.add(literal)
+                ordered.append((literal, is_open, field))
+        return tuple(ordered)
+
+    @property
+    def end_texts(self) -> tuple[str, ...]:
+        return tuple(literal for literal, _, _ in self.end_literals or ())
 
     @property
     def first(self) -> str | None:
@@ -293,10 +320,15 @@ def plan_parser(spec: Spec, source_name: str = "<template>") -> ParserPlan:
             closes[field.name] = _delimiter(field, ident, "close", field.close)
             delimiters.append(closes[field.name])
         if field.open is not None and field.close is not None:
-            if opens[field.name].may_be_empty and closes[field.name].may_be_empty:
+            opening, closing = opens[field.name], closes[field.name]
+            if (
+                opening.may_be_empty
+                and closing.may_be_empty
+                and empty_together(opening.anchor.pattern, closing.anchor.pattern)
+            ):
                 raise TemplateError(
                     f"Field '{field.name}': {field.open.key} and {field.close.key} can both match the empty "
-                    "string; transformers' parser then opens and closes the field forever at one position "
+                    "string at one position; transformers' parser then opens and closes the field there forever "
                     "and never returns (quirk Q5). Make the open or the close consume at least one character."
                 )
         field_plans.append(

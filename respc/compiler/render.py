@@ -7,8 +7,6 @@ through the `py` filter (checked Python literals) and the `comment` filter (sing
 from __future__ import annotations
 
 import ast
-import hashlib
-import json
 import re
 import textwrap
 from pathlib import Path
@@ -16,6 +14,7 @@ from typing import Any
 
 import jinja2
 
+from respc._hash import template_hash
 from respc.compiler.literal import py_literal
 from respc.compiler.plan import ParserPlan
 
@@ -24,15 +23,6 @@ __all__ = ["render_module", "template_hash"]
 _COMMENT_LIMIT = 400
 _CODING = re.compile(r"coding([:=])")
 _LINE = 108
-
-
-def template_hash(template: Any) -> str:
-    """sha256 of the template's canonical JSON (key order kept: field order is meaningful)."""
-    try:
-        canonical = json.dumps(template, ensure_ascii=True, separators=(",", ":"), allow_nan=True)
-    except (TypeError, ValueError):
-        canonical = py_literal(template)  # tuples and other non-JSON data given through the Python API
-    return hashlib.sha256(canonical.encode("ascii", "backslashreplace")).hexdigest()
 
 
 def _comment(text: Any, indent: int = 0) -> str:

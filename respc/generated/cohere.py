@@ -52,6 +52,15 @@ START_ANCHOR_LITERALS = ("<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>",)
 START_ANCHOR_RE = regex.compile(
     "|".join(regex.escape(anchor) for anchor in START_ANCHOR_LITERALS), regex.DOTALL
 )
+# At the end of the stream the literals _scan_outside watches are found in one pass, longest first at a
+# position, then in watch order: the oracle's tie-break.
+_END_OUTSIDE_LITERALS = ("<|START_RESPONSE|>", "<|START_THINKING|>", "<|START_ACTION|>")
+_END_OUTSIDE_RE = re.compile("|".join(re.escape(literal) for literal in _END_OUTSIDE_LITERALS))
+_END_OUTSIDE_COMMITS = {
+    "<|START_RESPONSE|>": (True, "content"),
+    "<|START_THINKING|>": (True, "reasoning_content"),
+    "<|START_ACTION|>": (True, "tool_calls"),
+}
 _SCAN_OUTSIDE_STARTS = re.compile(r"[<]")
 _SCAN_CONTENT_STARTS = re.compile(r"[<]")
 _SCAN_REASONING_CONTENT_STARTS = re.compile(r"[<]")
@@ -152,54 +161,32 @@ def _end_outside(buf: str, pos: int) -> tuple | None:
     # Outside explicit regions (no implicit field: text is discarded): watches open of 'content'
     # '<|START_RESPONSE|>', open of 'reasoning_content' '<|START_THINKING|>', open of 'tool_calls'
     # '<|START_ACTION|>'.
-    best = None
-    # open of 'content'
-    start = buf.find(CONTENT_OPEN, pos)
-    if start >= 0:
-        best = (start, start + 18, True, "content", None)
-    # open of 'reasoning_content'
-    start = (
-        buf.find(REASONING_CONTENT_OPEN, pos)
-        if best is None
-        else buf.find(REASONING_CONTENT_OPEN, pos, best[0] + 18)
-    )
-    if start >= 0 and (best is None or start < best[0] or (start == best[0] and start + 18 > best[1])):
-        best = (start, start + 18, True, "reasoning_content", None)
-    # open of 'tool_calls'
-    start = buf.find(TOOL_CALLS_OPEN, pos) if best is None else buf.find(TOOL_CALLS_OPEN, pos, best[0] + 16)
-    if start >= 0 and (best is None or start < best[0] or (start == best[0] and start + 16 > best[1])):
-        best = (start, start + 16, True, "tool_calls", None)
-    return best
+    match = _END_OUTSIDE_RE.search(buf, pos)
+    if match is None:
+        return None
+    is_open, field = _END_OUTSIDE_COMMITS[match.group()]
+    return match.start(), match.end(), is_open, field, None
 
 
 def _end_content(buf: str, pos: int) -> tuple | None:
     # Field 'content': watches close of 'content' '<|END_RESPONSE|>'.
-    best = None
     # close of 'content'
     start = buf.find(CONTENT_CLOSE, pos)
-    if start >= 0:
-        best = (start, start + 16, False, "content", None)
-    return best
+    return None if start < 0 else (start, start + 16, False, "content", None)
 
 
 def _end_reasoning_content(buf: str, pos: int) -> tuple | None:
     # Field 'reasoning_content': watches close of 'reasoning_content' '<|END_THINKING|>'.
-    best = None
     # close of 'reasoning_content'
     start = buf.find(REASONING_CONTENT_CLOSE, pos)
-    if start >= 0:
-        best = (start, start + 16, False, "reasoning_content", None)
-    return best
+    return None if start < 0 else (start, start + 16, False, "reasoning_content", None)
 
 
 def _end_tool_calls(buf: str, pos: int) -> tuple | None:
     # Field 'tool_calls': watches close of 'tool_calls' '<|END_ACTION|>'.
-    best = None
     # close of 'tool_calls'
     start = buf.find(TOOL_CALLS_CLOSE, pos)
-    if start >= 0:
-        best = (start, start + 14, False, "tool_calls", None)
-    return best
+    return None if start < 0 else (start, start + 14, False, "tool_calls", None)
 
 
 # One value function per field: its content parser, then its transform.

@@ -182,22 +182,16 @@ def _end_outside(buf: str, pos: int) -> tuple | None:
 
 def _end_reasoning_content(buf: str, pos: int) -> tuple | None:
     # Field 'reasoning_content': watches close of 'reasoning_content' '</think>'.
-    best = None
     # close of 'reasoning_content'
     start = buf.find(REASONING_CONTENT_CLOSE, pos)
-    if start >= 0:
-        best = (start, start + 8, False, "reasoning_content", None)
-    return best
+    return None if start < 0 else (start, start + 8, False, "reasoning_content", None)
 
 
 def _end_tool_calls(buf: str, pos: int) -> tuple | None:
     # Field 'tool_calls': watches close of 'tool_calls' '\n```<｜tool▁call▁end｜>'.
-    best = None
     # close of 'tool_calls'
     start = buf.find(TOOL_CALLS_CLOSE, pos)
-    if start >= 0:
-        best = (start, start + 21, False, "tool_calls", None)
-    return best
+    return None if start < 0 else (start, start + 21, False, "tool_calls", None)
 
 
 # One value function per field: its content parser, then its transform.

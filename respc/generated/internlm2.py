@@ -149,12 +149,9 @@ def _end_outside(buf: str, pos: int) -> tuple | None:
 
 def _end_tool_calls(buf: str, pos: int) -> tuple | None:
     # Field 'tool_calls': watches close of 'tool_calls' '<|action_end|>'.
-    best = None
     # close of 'tool_calls'
     start = buf.find(TOOL_CALLS_CLOSE, pos)
-    if start >= 0:
-        best = (start, start + 14, False, "tool_calls", None)
-    return best
+    return None if start < 0 else (start, start + 14, False, "tool_calls", None)
 
 
 # One value function per field: its content parser, then its transform.

@@ -57,6 +57,16 @@ START_ANCHOR_RE = regex.compile(
     "|".join(regex.escape(anchor) for anchor in START_ANCHOR_LITERALS), regex.DOTALL
 )
 _SCAN_OUTSIDE_STARTS = re.compile(r"[<\[]")
+# At the end of the stream the literals _scan_reasoning_content watches are found in one pass, longest first at a
+# position, then in watch order: the oracle's tie-break.
+_END_REASONING_CONTENT_LITERALS = ("[/THINK]", "</think>")
+_END_REASONING_CONTENT_RE = re.compile(
+    "|".join(re.escape(literal) for literal in _END_REASONING_CONTENT_LITERALS)
+)
+_END_REASONING_CONTENT_COMMITS = {
+    "[/THINK]": (False, "reasoning_content"),
+    "</think>": (False, "reasoning_content"),
+}
 _SCAN_REASONING_CONTENT_STARTS = re.compile(r"[<\[]")
 
 # Content parser arguments and transforms, as written in the template.
@@ -168,12 +178,11 @@ def _end_outside(buf: str, pos: int) -> tuple | None:
 
 def _end_reasoning_content(buf: str, pos: int) -> tuple | None:
     # Field 'reasoning_content': watches close of 'reasoning_content' '[/THINK]' | '</think>'.
-    best = None
-    # close of 'reasoning_content'
-    found = scan_literals(buf, pos, REASONING_CONTENT_CLOSE, False, True)
-    if found is not None:
-        best = (found[0], found[1], False, "reasoning_content", found[3])
-    return best
+    match = _END_REASONING_CONTENT_RE.search(buf, pos)
+    if match is None:
+        return None
+    is_open, field = _END_REASONING_CONTENT_COMMITS[match.group()]
+    return match.start(), match.end(), is_open, field, None
 
 
 def _end_tool_calls(buf: str, pos: int) -> tuple | None:

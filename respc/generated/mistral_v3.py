@@ -44,6 +44,14 @@ START_ANCHOR_LITERALS = ("[/TOOL_RESULTS]", "[/INST]")
 START_ANCHOR_RE = regex.compile(
     "|".join(regex.escape(anchor) for anchor in START_ANCHOR_LITERALS), regex.DOTALL
 )
+# At the end of the stream the literals _scan_outside watches are found in one pass, longest first at a
+# position, then in watch order: the oracle's tie-break.
+_END_OUTSIDE_LITERALS = ("[TOOL_CALLS]", "</s>")
+_END_OUTSIDE_RE = re.compile("|".join(re.escape(literal) for literal in _END_OUTSIDE_LITERALS))
+_END_OUTSIDE_COMMITS = {
+    "[TOOL_CALLS]": (True, "tool_calls"),
+    "</s>": (False, "content"),
+}
 _SCAN_OUTSIDE_STARTS = re.compile(r"[<\[]")
 _SCAN_TOOL_CALLS_STARTS = re.compile(r"[<]")
 
@@ -104,26 +112,18 @@ def _scan_tool_calls(buf: str, pos: int, eos: bool) -> tuple:
 def _end_outside(buf: str, pos: int) -> tuple | None:
     # Outside explicit regions, in the implicit field 'content': watches open of 'tool_calls'
     # '[TOOL_CALLS]', close of 'content' '</s>'.
-    best = None
-    # open of 'tool_calls'
-    start = buf.find(TOOL_CALLS_OPEN, pos)
-    if start >= 0:
-        best = (start, start + 12, True, "tool_calls", None)
-    # close of 'content'
-    start = buf.find(CONTENT_CLOSE, pos) if best is None else buf.find(CONTENT_CLOSE, pos, best[0] + 4)
-    if start >= 0 and (best is None or start < best[0] or (start == best[0] and start + 4 > best[1])):
-        best = (start, start + 4, False, "content", None)
-    return best
+    match = _END_OUTSIDE_RE.search(buf, pos)
+    if match is None:
+        return None
+    is_open, field = _END_OUTSIDE_COMMITS[match.group()]
+    return match.start(), match.end(), is_open, field, None
 
 
 def _end_tool_calls(buf: str, pos: int) -> tuple | None:
     # Field 'tool_calls': watches close of 'tool_calls' '</s>'.
-    best = None
     # close of 'tool_calls'
     start = buf.find(TOOL_CALLS_CLOSE, pos)
-    if start >= 0:
-        best = (start, start + 4, False, "tool_calls", None)
-    return best
+    return None if start < 0 else (start, start + 4, False, "tool_calls", None)
 
 
 # One value function per field: its content parser, then its transform.

@@ -63,6 +63,14 @@ _SCAN_OUTSIDE_TAILS = (
         "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
     ),
 )
+# At the end of the stream the literals _scan_tool_calls watches are found in one pass, longest first at a
+# position, then in watch order: the oracle's tie-break.
+_END_TOOL_CALLS_LITERALS = ("<|endoftext|>", "<|end|>")
+_END_TOOL_CALLS_RE = re.compile("|".join(re.escape(literal) for literal in _END_TOOL_CALLS_LITERALS))
+_END_TOOL_CALLS_COMMITS = {
+    "<|endoftext|>": (False, "tool_calls"),
+    "<|end|>": (False, "tool_calls"),
+}
 _SCAN_TOOL_CALLS_STARTS = re.compile(r"[<]")
 
 # Content parser arguments and transforms, as written in the template.
@@ -143,12 +151,11 @@ def _end_outside(buf: str, pos: int) -> tuple | None:
 
 def _end_tool_calls(buf: str, pos: int) -> tuple | None:
     # Field 'tool_calls': watches close of 'tool_calls' '<|end|>' | '<|endoftext|>'.
-    best = None
-    # close of 'tool_calls'
-    found = scan_literals(buf, pos, TOOL_CALLS_CLOSE, False, True)
-    if found is not None:
-        best = (found[0], found[1], False, "tool_calls", found[3])
-    return best
+    match = _END_TOOL_CALLS_RE.search(buf, pos)
+    if match is None:
+        return None
+    is_open, field = _END_TOOL_CALLS_COMMITS[match.group()]
+    return match.start(), match.end(), is_open, field, None
 
 
 # One value function per field: its content parser, then its transform.

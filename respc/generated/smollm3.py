@@ -47,6 +47,15 @@ START_ANCHOR_LITERALS = ("<|im_start|>assistant\n",)
 START_ANCHOR_RE = regex.compile(
     "|".join(regex.escape(anchor) for anchor in START_ANCHOR_LITERALS), regex.DOTALL
 )
+# At the end of the stream the literals _scan_outside watches are found in one pass, longest first at a
+# position, then in watch order: the oracle's tie-break.
+_END_OUTSIDE_LITERALS = ("<tool_call>", "<|im_end|>", "<think>")
+_END_OUTSIDE_RE = re.compile("|".join(re.escape(literal) for literal in _END_OUTSIDE_LITERALS))
+_END_OUTSIDE_COMMITS = {
+    "<tool_call>": (True, "tool_calls"),
+    "<|im_end|>": (False, "content"),
+    "<think>": (True, "reasoning_content"),
+}
 _SCAN_OUTSIDE_STARTS = re.compile(r"[<]")
 _SCAN_REASONING_CONTENT_STARTS = re.compile(r"[<]")
 _SCAN_TOOL_CALLS_STARTS = re.compile(r"[<]")
@@ -131,40 +140,25 @@ def _scan_tool_calls(buf: str, pos: int, eos: bool) -> tuple:
 def _end_outside(buf: str, pos: int) -> tuple | None:
     # Outside explicit regions, in the implicit field 'content': watches open of 'reasoning_content'
     # '<think>', open of 'tool_calls' '<tool_call>', close of 'content' '<|im_end|>'.
-    best = None
-    # open of 'reasoning_content'
-    start = buf.find(REASONING_CONTENT_OPEN, pos)
-    if start >= 0:
-        best = (start, start + 7, True, "reasoning_content", None)
-    # open of 'tool_calls'
-    start = buf.find(TOOL_CALLS_OPEN, pos) if best is None else buf.find(TOOL_CALLS_OPEN, pos, best[0] + 11)
-    if start >= 0 and (best is None or start < best[0] or (start == best[0] and start + 11 > best[1])):
-        best = (start, start + 11, True, "tool_calls", None)
-    # close of 'content'
-    start = buf.find(CONTENT_CLOSE, pos) if best is None else buf.find(CONTENT_CLOSE, pos, best[0] + 10)
-    if start >= 0 and (best is None or start < best[0] or (start == best[0] and start + 10 > best[1])):
-        best = (start, start + 10, False, "content", None)
-    return best
+    match = _END_OUTSIDE_RE.search(buf, pos)
+    if match is None:
+        return None
+    is_open, field = _END_OUTSIDE_COMMITS[match.group()]
+    return match.start(), match.end(), is_open, field, None
 
 
 def _end_reasoning_content(buf: str, pos: int) -> tuple | None:
     # Field 'reasoning_content': watches close of 'reasoning_content' '</think>'.
-    best = None
     # close of 'reasoning_content'
     start = buf.find(REASONING_CONTENT_CLOSE, pos)
-    if start >= 0:
-        best = (start, start + 8, False, "reasoning_content", None)
-    return best
+    return None if start < 0 else (start, start + 8, False, "reasoning_content", None)
 
 
 def _end_tool_calls(buf: str, pos: int) -> tuple | None:
     # Field 'tool_calls': watches close of 'tool_calls' '</tool_call>'.
-    best = None
     # close of 'tool_calls'
     start = buf.find(TOOL_CALLS_CLOSE, pos)
-    if start >= 0:
-        best = (start, start + 12, False, "tool_calls", None)
-    return best
+    return None if start < 0 else (start, start + 12, False, "tool_calls", None)
 
 
 # One value function per field: its content parser, then its transform.

@@ -34,8 +34,7 @@ _find = str.find
 _COALESCE = 512  # parts of a region joined into one block at a time
 
 
-def _is_empty(value: Any) -> bool:
-    return value is None or (isinstance(value, (list, dict, str)) and not value)
+_SIZED = (list, dict, str)  # values the oracle drops from the message when empty (None always)
 
 
 class CompiledParser:
@@ -87,7 +86,7 @@ class CompiledParser:
             raise ValueError(PREFIX_REQUIRED)
         if errors not in ("strict", "keep"):
             raise ValueError(f"errors must be 'strict' or 'keep', got {errors!r}")
-        self._tools = tool_params(tools)
+        self._tools = tool_params(tools) if tools else {}
         # errors="keep": a region that fails to parse is reported here instead of raising (not upstream).
         self.errors: list[dict] | None = [] if errors == "keep" else None
         self._buf = ""
@@ -127,7 +126,7 @@ class CompiledParser:
         self._parts: list[str] = []
         self._coalesce_at = _COALESCE
         self._opened = False
-        self._zero_width_open_at = -1
+        self._empty_open = False  # a zero-width open with no text routed since (quirk Q5 guard)
 
     def _trim(self) -> None:
         keep = self.KEEP
@@ -157,6 +156,7 @@ class CompiledParser:
             and self._pos == len(self._buf)
             and not self._tails
             and self.KEEP is not None
+            and not self._empty_open
         )
         return events
 
@@ -178,6 +178,7 @@ class CompiledParser:
                     buf = buf + text if self.KEEP is None else text  # the chunk is context enough
                     self._buf = buf
                     self._pos = len(buf)
+                    self._empty_open = False
                     current = self._current
                     if current is None:
                         return []
@@ -245,7 +246,7 @@ class CompiledParser:
         parser = cls(prefix, tools=tools, errors=errors)
         if text:
             parser._buf += text
-        parser._process(None, True)
+        parser._run_to_end()
         message = parser._finish(None)
         if parser.errors:
             message["parse_errors"] = parser.errors
@@ -263,7 +264,7 @@ class CompiledParser:
         return parse_with_tokenizer(parse, response, prefix=prefix, tools=tools, tokenizer=tokenizer)
 
     def _finish(self, events: list[dict] | None) -> dict:
-        missing = [name for name in self.REQUIRED if name not in self._output]
+        missing = [name for name in self.REQUIRED if name not in self._output] if self.REQUIRED else None
         if missing:
             error = ValueError(f"Required response_template fields missing from parsed output: {missing}")
             if self.errors is None:
@@ -271,7 +272,11 @@ class CompiledParser:
             for name in missing:
                 self._keep_error(events, name, "", error)
         defaults = self.DEFAULT_KEYS
-        self._output = {k: v for k, v in self._output.items() if k in defaults or not _is_empty(v)}
+        self._output = {
+            k: v
+            for k, v in self._output.items()
+            if k in defaults or (v is not None and (not isinstance(v, _SIZED) or v))
+        }
         self._finalized = True
         return self._output
 
@@ -295,7 +300,7 @@ class CompiledParser:
                     self._open(events, name, match, start == end)
                 else:
                     had_opened = self._opened
-                    zero_width_open = self._zero_width_open_at == start
+                    zero_width_open = self._empty_open
                     self._close(events)
                     if start == end:
                         if not had_opened:
@@ -317,6 +322,45 @@ class CompiledParser:
                 self._pos = hold
             break
 
+    def _run_to_end(self) -> None:
+        """`_process(None, True)` for `parse_whole`, with the loop's state in local variables: nothing is
+        held at the end of the stream, so each region's text is routed as one slice."""
+        buf = self._buf
+        pos = self._pos
+        while True:
+            commit = self._end(buf, pos)
+            if commit is None:
+                break
+            start, end, is_open, name, match = commit
+            if start > pos:
+                self._empty_open = False
+                if self._current is not None:
+                    self._parts.append(buf[pos:start])
+                    self._opened = True
+            # The oracle moves past the delimiter before closing, so a failing close leaves it consumed.
+            self._pos = pos = end
+            if is_open:
+                self._close(None)
+                self._open(None, name, match, start == end)
+            else:
+                had_opened = self._opened
+                zero_width_open = self._empty_open
+                self._close(None)
+                if start == end:
+                    if not had_opened:
+                        return  # the oracle stops the pass here rather than re-fire (quirk Q4)
+                    if zero_width_open:
+                        raise RuntimeError(
+                            f"response template field {name!r}: its open and close both matched the empty "
+                            f"string at the same place, so transformers would loop forever here"
+                        )
+        if pos < len(buf):
+            if self._current is not None:
+                self._parts.append(buf[pos:])
+                self._opened = True
+            self._pos = len(buf)
+        self._close(None)
+
     def _coalesce(self) -> None:
         """Join the newest parts of a long region into one block: a 4-character chunk held as its own
         string costs about 60 bytes, so a long stream would hold 15 times its size. Each character is
@@ -326,6 +370,7 @@ class CompiledParser:
         self._coalesce_at = len(parts) + _COALESCE
 
     def _route(self, events: list[dict] | None, text: str) -> None:
+        self._empty_open = False
         current = self._current
         if current is None:
             return
@@ -350,7 +395,7 @@ class CompiledParser:
         self._parts = []
         self._coalesce_at = _COALESCE
         self._opened = True
-        self._zero_width_open_at = self._pos if zero_width else -1
+        self._empty_open = zero_width
         if events is not None:
             events.append({"type": "region_open", "field": name})
 

@@ -180,32 +180,23 @@ def _end_outside(buf: str, pos: int) -> tuple | None:
 
 def _end_thinking(buf: str, pos: int) -> tuple | None:
     # Field 'thinking': watches close of 'thinking' '<|end|>'.
-    best = None
     # close of 'thinking'
     start = buf.find(THINKING_CLOSE, pos)
-    if start >= 0:
-        best = (start, start + 7, False, "thinking", None)
-    return best
+    return None if start < 0 else (start, start + 7, False, "thinking", None)
 
 
 def _end_content(buf: str, pos: int) -> tuple | None:
     # Field 'content': watches close of 'content' '<|end|>'.
-    best = None
     # close of 'content'
     start = buf.find(CONTENT_CLOSE, pos)
-    if start >= 0:
-        best = (start, start + 7, False, "content", None)
-    return best
+    return None if start < 0 else (start, start + 7, False, "content", None)
 
 
 def _end_tool_calls(buf: str, pos: int) -> tuple | None:
     # Field 'tool_calls': watches close of 'tool_calls' '<|call|>'.
-    best = None
     # close of 'tool_calls'
     start = buf.find(TOOL_CALLS_CLOSE, pos)
-    if start >= 0:
-        best = (start, start + 8, False, "tool_calls", None)
-    return best
+    return None if start < 0 else (start, start + 8, False, "tool_calls", None)
 
 
 # One value function per field: its content parser, then its transform.

@@ -10,11 +10,14 @@ from __future__ import annotations
 import functools
 import threading
 import types
-from collections.abc import Callable
-from typing import Any
 
 from respc._version import __version__
 from respc.registry import PresetNotFound, load_preset, preset_for, presets
+
+TYPE_CHECKING = False  # typing costs ~5 ms to import: keep it off a generated module's import path
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 __all__ = [
     "DeltaStream",

@@ -18,7 +18,7 @@ import regex
 
 from respc.runtime.content import parse_content
 from respc.runtime.tools import coerce, schema_types
-from respc.runtime.transform import PLACEHOLDER
+from respc.runtime.transform import placeholder
 
 __all__ = ["CallShape", "Stripper", "ToolRegion", "call_parts", "same_value", "shape_of"]
 
@@ -124,7 +124,7 @@ class CallShape:
 
 def _placeholder(node: Any) -> tuple | None:
     if isinstance(node, str):
-        match = PLACEHOLDER.fullmatch(node)
+        match = placeholder().fullmatch(node)
         if match:
             return tuple(match.group(1).split("."))
     return None

@@ -200,6 +200,19 @@ class ParserPlan:
         return tuple(sorted(self.start_anchor.literals or (), key=len, reverse=True))
 
     @property
+    def uses_regex(self) -> bool:
+        """Whether the module needs the `regex` module (literal-only templates import only `re`)."""
+        return not self.start_anchor.is_literal or any(d.anchor.literals is None for d in self.delimiters)
+
+    @property
+    def uses_re(self) -> bool:
+        return (
+            self.start_anchor.is_literal
+            or any(s.quick_engine == "re" for s in self.states)
+            or any(s.end_literals for s in self.states)
+        )
+
+    @property
     def parser_functions(self) -> tuple[str, ...]:
         return tuple(sorted({f.parser for f in self.fields if f.parse_call.startswith(f.parser + "(")}))
 

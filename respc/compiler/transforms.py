@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from respc.compiler.literal import py_literal
-from respc.runtime.transform import PLACEHOLDER
+from respc.runtime.transform import placeholder
 
 __all__ = ["transform_expression"]
 
@@ -47,7 +47,7 @@ def transform_expression(transform: Any) -> str | None:
             written = [source(item, depth + 1) for item in value]
             return None if None in written else "[" + ", ".join(written) + "]"
         if kind is str:
-            whole = PLACEHOLDER.fullmatch(value)
+            whole = placeholder().fullmatch(value)
             if whole is None:
                 return py_literal(value)
             path = whole.group(1)

@@ -11,14 +11,15 @@ The prefix is read from after its last start anchor '<|START_OF_TURN_TOKEN|><|CH
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar
-
-import regex
 
 from respc.runtime.content import parse_json
 from respc.runtime.parser import CompiledParser
 from respc.runtime.scan import scan_literal
 from respc.runtime.transform import transform_each
+
+TYPE_CHECKING = False  # importing typing would cost more than the rest of the module
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 __all__ = ["TEMPLATE", "ResponseParser", "parse_response"]
 
@@ -49,9 +50,7 @@ REASONING_CONTENT_CLOSE = "<|END_THINKING|>"
 TOOL_CALLS_OPEN = "<|START_ACTION|>"
 TOOL_CALLS_CLOSE = "<|END_ACTION|>"
 START_ANCHOR_LITERALS = ("<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>",)
-START_ANCHOR_RE = regex.compile(
-    "|".join(regex.escape(anchor) for anchor in START_ANCHOR_LITERALS), regex.DOTALL
-)
+START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
 # At the end of the stream the literals _scan_outside watches are found in one pass, longest first at a
 # position, then in watch order: the oracle's tie-break.
 _END_OUTSIDE_LITERALS = ("<|START_RESPONSE|>", "<|START_THINKING|>", "<|START_ACTION|>")

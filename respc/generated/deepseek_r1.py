@@ -13,7 +13,6 @@ Regions: 'reasoning_content' (text) from '<think>' to '</think>'; 'tool_calls' (
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar
 
 import regex
 
@@ -21,6 +20,10 @@ from respc.runtime.content import parse_json
 from respc.runtime.parser import CompiledParser
 from respc.runtime.scan import scan_lead, scan_literal
 from respc.runtime.transform import resolve_placeholder
+
+TYPE_CHECKING = False  # importing typing would cost more than the rest of the module
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 __all__ = ["TEMPLATE", "ResponseParser", "parse_response"]
 
@@ -61,9 +64,7 @@ CONTENT_CLOSE_RUN = frozenset(
 )
 CONTENT_CLOSE_PREFIX = "<｜"  # every match of the rest starts with this
 START_ANCHOR_LITERALS = ("<｜tool▁outputs▁end｜>", "<｜Assistant｜>")
-START_ANCHOR_RE = regex.compile(
-    "|".join(regex.escape(anchor) for anchor in START_ANCHOR_LITERALS), regex.DOTALL
-)
+START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
 _SCAN_OUTSIDE_STARTS = re.compile(r"[<]")
 _SCAN_OUTSIDE_TAILS = (
     frozenset(

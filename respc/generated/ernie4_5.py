@@ -11,13 +11,16 @@ read from after its last start anchor 'Assistant:'.
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar
 
 import regex
 
 from respc.runtime.content import parse_json
 from respc.runtime.parser import CompiledParser
 from respc.runtime.scan import scan_literal, scan_pattern
+
+TYPE_CHECKING = False  # importing typing would cost more than the rest of the module
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 __all__ = ["TEMPLATE", "ResponseParser", "parse_response"]
 
@@ -45,9 +48,7 @@ CONTENT_CLOSE_RE = regex.compile(r"\n?</response>", regex.DOTALL)
 TOOL_CALLS_OPEN = "<tool_call>"
 TOOL_CALLS_CLOSE = "</tool_call>"
 START_ANCHOR_LITERALS = ("Assistant:",)
-START_ANCHOR_RE = regex.compile(
-    "|".join(regex.escape(anchor) for anchor in START_ANCHOR_LITERALS), regex.DOTALL
-)
+START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
 _SCAN_REASONING_CONTENT_STARTS = re.compile(r"[<]")
 _SCAN_CONTENT_STARTS = re.compile("[<\\\n]")
 _SCAN_TOOL_CALLS_STARTS = re.compile(r"[<]")

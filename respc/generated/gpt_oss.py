@@ -12,7 +12,6 @@ anchor '<|start|>assistant'.
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar
 
 import regex
 
@@ -20,6 +19,10 @@ from respc.runtime.content import parse_json
 from respc.runtime.parser import CompiledParser
 from respc.runtime.scan import scan_literal, scan_pattern
 from respc.runtime.transform import resolve_placeholder
+
+TYPE_CHECKING = False  # importing typing would cost more than the rest of the module
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 __all__ = ["TEMPLATE", "ResponseParser", "parse_response"]
 
@@ -54,9 +57,7 @@ TOOL_CALLS_OPEN_RE = regex.compile(
 TOOL_CALLS_OPEN_PREFIX = "<|channel|>commentary to=functions."  # every match starts with this
 TOOL_CALLS_CLOSE = "<|call|>"
 START_ANCHOR_LITERALS = ("<|start|>assistant",)
-START_ANCHOR_RE = regex.compile(
-    "|".join(regex.escape(anchor) for anchor in START_ANCHOR_LITERALS), regex.DOTALL
-)
+START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
 _SCAN_OUTSIDE_STARTS = re.compile(r"[<]")
 _SCAN_REASONING_CONTENT_STARTS = re.compile(r"[<]")
 _SCAN_CONTENT_STARTS = re.compile(r"[<]")

@@ -12,7 +12,6 @@ to '</tool_calls>'; 'content' (text) from wherever no other region is open to
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar
 
 import regex
 
@@ -20,6 +19,10 @@ from respc.runtime.content import parse_json
 from respc.runtime.parser import CompiledParser
 from respc.runtime.scan import scan_lead, scan_literal
 from respc.runtime.transform import transform_each
+
+TYPE_CHECKING = False  # importing typing would cost more than the rest of the module
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 __all__ = ["TEMPLATE", "ResponseParser", "parse_response"]
 
@@ -57,9 +60,7 @@ CONTENT_CLOSE_RUN = frozenset(
     "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 )
 START_ANCHOR_LITERALS = ("<|extra_0|>",)
-START_ANCHOR_RE = regex.compile(
-    "|".join(regex.escape(anchor) for anchor in START_ANCHOR_LITERALS), regex.DOTALL
-)
+START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
 _SCAN_OUTSIDE_STARTS = re.compile(r"[<助]")
 _SCAN_OUTSIDE_TAILS = (
     frozenset(

@@ -13,7 +13,7 @@ open to /\s*(?:<\|eot_id\|>|<\|eom_id\|>)/. The prefix is read from after its la
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+import re
 
 import regex
 
@@ -21,6 +21,10 @@ from respc.runtime.content import parse_json
 from respc.runtime.parser import CompiledParser
 from respc.runtime.scan import scan_lead, scan_pattern
 from respc.runtime.transform import resolve_placeholder
+
+TYPE_CHECKING = False  # importing typing would cost more than the rest of the module
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 __all__ = ["TEMPLATE", "ResponseParser", "parse_response"]
 
@@ -59,9 +63,7 @@ CONTENT_CLOSE_RUN = frozenset(
 )
 CONTENT_CLOSE_PREFIX = "<|eo"  # every match of the rest starts with this
 START_ANCHOR_LITERALS = ("<|start_header_id|>assistant<|end_header_id|>\n\n",)
-START_ANCHOR_RE = regex.compile(
-    "|".join(regex.escape(anchor) for anchor in START_ANCHOR_LITERALS), regex.DOTALL
-)
+START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
 _SCAN_OUTSIDE_TAILS = (
     frozenset(
         "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"

@@ -11,13 +11,16 @@ to /\s*</longcat_s>/. The prefix is read from after its last start anchor 'ASSIS
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar
 
 import regex
 
 from respc.runtime.content import parse_json
 from respc.runtime.parser import CompiledParser
 from respc.runtime.scan import scan_lead, scan_literal
+
+TYPE_CHECKING = False  # importing typing would cost more than the rest of the module
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 __all__ = ["TEMPLATE", "ResponseParser", "parse_response"]
 
@@ -56,9 +59,7 @@ CONTENT_CLOSE_RUN = frozenset(
 )
 CONTENT_CLOSE_PREFIX = "</longcat_s>"  # every match of the rest starts with this
 START_ANCHOR_LITERALS = ("ASSISTANT:",)
-START_ANCHOR_RE = regex.compile(
-    "|".join(regex.escape(anchor) for anchor in START_ANCHOR_LITERALS), regex.DOTALL
-)
+START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
 _SCAN_OUTSIDE_STARTS = re.compile(r"[<]")
 _SCAN_OUTSIDE_TAILS = (
     frozenset(

@@ -12,7 +12,6 @@ start anchor '[/INST]' | '[/TOOL_RESULTS]'.
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar
 
 import regex
 
@@ -20,6 +19,10 @@ from respc.runtime.content import parse_json
 from respc.runtime.parser import CompiledParser
 from respc.runtime.scan import scan_literal, scan_literals, scan_pattern
 from respc.runtime.transform import resolve_placeholder
+
+TYPE_CHECKING = False  # importing typing would cost more than the rest of the module
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 __all__ = ["TEMPLATE", "ResponseParser", "parse_response"]
 
@@ -53,9 +56,7 @@ TOOL_CALLS_OPEN_PREFIX = "[TOOL_CALLS]"  # every match starts with this
 TOOL_CALLS_CLOSE_RE = regex.compile(r"</s>|(?=\[TOOL_CALLS\])", regex.DOTALL)
 CONTENT_CLOSE = "</s>"
 START_ANCHOR_LITERALS = ("[/TOOL_RESULTS]", "[/INST]")
-START_ANCHOR_RE = regex.compile(
-    "|".join(regex.escape(anchor) for anchor in START_ANCHOR_LITERALS), regex.DOTALL
-)
+START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
 _SCAN_OUTSIDE_STARTS = re.compile(r"[<\[]")
 # At the end of the stream the literals _scan_reasoning_content watches are found in one pass, longest first at a
 # position, then in watch order: the oracle's tie-break.

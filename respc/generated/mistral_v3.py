@@ -10,14 +10,15 @@ is open to '</s>'. The prefix is read from after its last start anchor '[/INST]'
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar
-
-import regex
 
 from respc.runtime.content import parse_json
 from respc.runtime.parser import CompiledParser
 from respc.runtime.scan import scan_literal
 from respc.runtime.transform import transform_each
+
+TYPE_CHECKING = False  # importing typing would cost more than the rest of the module
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 __all__ = ["TEMPLATE", "ResponseParser", "parse_response"]
 
@@ -41,9 +42,7 @@ TOOL_CALLS_OPEN = "[TOOL_CALLS]"
 TOOL_CALLS_CLOSE = "</s>"
 CONTENT_CLOSE = "</s>"
 START_ANCHOR_LITERALS = ("[/TOOL_RESULTS]", "[/INST]")
-START_ANCHOR_RE = regex.compile(
-    "|".join(regex.escape(anchor) for anchor in START_ANCHOR_LITERALS), regex.DOTALL
-)
+START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
 # At the end of the stream the literals _scan_outside watches are found in one pass, longest first at a
 # position, then in watch order: the oracle's tie-break.
 _END_OUTSIDE_LITERALS = ("[TOOL_CALLS]", "</s>")

@@ -10,11 +10,12 @@ so every feed costs O(chunk + held text).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, ClassVar
-
 from respc.runtime.scan import run_start
 from respc.runtime.tools import coerce_tool_calls, tool_params
+
+TYPE_CHECKING = False  # typing costs ~5 ms to import: keep it off a generated module's import path
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 __all__ = ["PREFIX_REQUIRED", "CompiledParser"]
 
@@ -24,10 +25,6 @@ PREFIX_REQUIRED = (
     "opening `<think>` tag) that the parser must see to parse the output correctly. If the generation "
     'already contains the complete message, pass `prefix=""` to opt out explicitly.'
 )
-
-# (start, end, is_open, field name, match): the delimiter a scan commits.
-Commit = tuple[int, int, bool, Any, Any]
-Scan = Callable[[str, int, bool], tuple[Commit | None, int]]
 
 
 _find = str.find
@@ -59,6 +56,8 @@ class CompiledParser:
 
     # state -> (scan, end, quick, first, tails, dirty): what entering a state sets, looked up once.
     _STATES: ClassVar[dict]
+    # field -> (value function, join or None, repeats): what closing a region needs, looked up once.
+    _FIELDS: ClassVar[dict]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -72,6 +71,9 @@ class CompiledParser:
                 cls.DIRTY.get(state, False),
             )
             for state, scan in cls.SCANS.items()
+        }
+        cls._FIELDS = {
+            name: (value, cls.JOINS.get(name), name in cls.REPEATS) for name, value in cls.VALUES.items()
         }
 
     @staticmethod
@@ -94,6 +96,7 @@ class CompiledParser:
         self._output: dict[str, Any] = self.defaults()
         self._finalized = False
         self._fast = False  # set by feed() once the common case applies
+        self._run = None  # likewise, for states whose delimiters may start with a run (`\s*<tool_call>`)
         self._reset()
         self.initial_events: list[dict] = []
         if prefix:
@@ -147,17 +150,47 @@ class CompiledParser:
             if len(parts) >= self._coalesce_at:
                 self._coalesce()
             return [{"type": "region_chunk", "field": self._current, "text": text, "dirty": self._dirty}]
+        # The same for a state watching `\s*<tool_call>`-style delimiters: only a trailing run of one
+        # class can be pending (no watched delimiter can start in the chunk or the held text), so route
+        # up to the run and hold the run, as the oracle's pass does.
+        run = self._run
+        if run is not None and text and _find(text, self._first) < 0:
+            buf = self._buf
+            pos = self._pos
+            if _find(buf, self._first, pos) < 0:  # the held text, if any, is itself such a run
+                end = len(buf)
+                buf += text
+                hold = len(buf)
+                while hold > end and buf[hold - 1] in run:
+                    hold -= 1
+                if hold == end:
+                    hold = pos  # the whole chunk extends the held run
+                if hold == pos:
+                    self._buf = buf
+                    return []
+                routed = buf[pos:hold]
+                self._buf = buf[hold - 1 :]  # one character of context, as _trim keeps
+                self._pos = 1
+                parts = self._parts
+                parts.append(routed)
+                if len(parts) >= self._coalesce_at:
+                    self._coalesce()
+                return [
+                    {"type": "region_chunk", "field": self._current, "text": routed, "dirty": self._dirty}
+                ]
         self._fast = False  # until this feed has finished without error
+        self._run = None
         events = self._feed(text)
-        self._fast = (
+        if (
             self._first is not None
             and self._current is not None
             and self._opened
-            and self._pos == len(self._buf)
-            and not self._tails
             and self.KEEP is not None
             and not self._empty_open
-        )
+        ):
+            tails = self._tails
+            self._fast = not tails and self._pos == len(self._buf)
+            self._run = tails[0] if len(tails) == 1 else None
         return events
 
     def _feed(self, text: str) -> list[dict]:
@@ -232,6 +265,7 @@ class CompiledParser:
         if self._finalized:
             raise RuntimeError("ResponseParser already finalized")
         self._fast = False
+        self._run = None
         events: list[dict] = []
         self._process(events, True)
         return self._finish(events), events
@@ -340,12 +374,14 @@ class CompiledParser:
             # The oracle moves past the delimiter before closing, so a failing close leaves it consumed.
             self._pos = pos = end
             if is_open:
-                self._close(None)
+                if self._opened:
+                    self._close(None)
                 self._open(None, name, match, start == end)
             else:
                 had_opened = self._opened
                 zero_width_open = self._empty_open
-                self._close(None)
+                if had_opened:
+                    self._close(None)
                 if start == end:
                     if not had_opened:
                         return  # the oracle stops the pass here rather than re-fire (quirk Q4)
@@ -407,10 +443,10 @@ class CompiledParser:
         body = "".join(self._parts)
         output = self._output
         try:
-            value = self.VALUES[current](body, self._captures)
+            parse, join, repeats = self._FIELDS[current]
+            value = parse(body, self._captures)
             if self._tools:
                 value = coerce_tool_calls(value, self._tools)
-            join = self.JOINS.get(current)
             if join is not None:
                 if not isinstance(value, str):
                     raise ValueError(
@@ -419,7 +455,7 @@ class CompiledParser:
                     )
                 previous = output.get(current)
                 output[current] = value if previous is None else previous + join + value
-            elif current in self.REPEATS:
+            elif repeats:
                 output.setdefault(current, []).append(value)
             else:
                 output[current] = value

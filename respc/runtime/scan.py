@@ -9,7 +9,12 @@ back every byte from its start.
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # typing costs ~5 ms to import: keep it off a generated module's import path
+if TYPE_CHECKING:
+    from typing import Any
+
+    Found = tuple[int, int, bool, Any]  # (start, end, final, match)
+
 
 __all__ = [
     "SearchTimeout",
@@ -22,7 +27,6 @@ __all__ = [
     "set_search_timeout",
 ]
 
-Found = tuple[int, int, bool, Any]
 _LIMIT: list[float | None] = [None]  # seconds allowed for one delimiter search; None: no limit
 
 

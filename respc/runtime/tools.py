@@ -10,7 +10,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from types import FunctionType, MethodType
-from typing import Any
+
+TYPE_CHECKING = False  # typing costs ~5 ms to import: keep it off a generated module's import path
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["coerce", "coerce_tool_calls", "schema_types", "tool_params"]
 

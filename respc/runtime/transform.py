@@ -6,20 +6,25 @@ dict keys never are, an undefined root raises `KeyError` and a bad dotted path r
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
-import regex
-
 __all__ = [
-    "PLACEHOLDER",
     "apply_transform",
     "find_mixed_placeholder",
+    "placeholder",
     "resolve_placeholder",
     "transform_each",
     "transform_value",
 ]
 
-PLACEHOLDER = regex.compile(r"\{(\w+(?:\.\w+)*)\}")
+
+@lru_cache(maxsize=1)
+def placeholder() -> Any:
+    """The `{path}` placeholder pattern, as upstream compiles it (with `regex`, imported on first use)."""
+    import regex
+
+    return regex.compile(r"\{(\w+(?:\.\w+)*)\}")
 
 
 def find_mixed_placeholder(transform: Any) -> str | None:
@@ -29,7 +34,7 @@ def find_mixed_placeholder(transform: Any) -> str | None:
     elif isinstance(transform, list):
         children = transform
     elif isinstance(transform, str):
-        mixed = PLACEHOLDER.search(transform) and not PLACEHOLDER.fullmatch(transform)
+        mixed = placeholder().search(transform) and not placeholder().fullmatch(transform)
         return transform if mixed else None
     else:
         return None
@@ -66,7 +71,7 @@ def apply_transform(transform: Any, scope: dict) -> Any:
         return [apply_transform(value, scope) for value in transform]
     if not isinstance(transform, str):
         return transform
-    whole = PLACEHOLDER.fullmatch(transform)
+    whole = placeholder().fullmatch(transform)
     return _resolve(whole.group(1), scope) if whole else transform
 
 

@@ -12,7 +12,6 @@ last start anchor '<|im_start|>assistant\n'.
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar
 
 import regex
 
@@ -20,6 +19,10 @@ from respc.runtime.content import parse_xml_inline
 from respc.runtime.parser import CompiledParser
 from respc.runtime.scan import scan_lead, scan_literal, scan_pattern
 from respc.runtime.transform import resolve_placeholder
+
+TYPE_CHECKING = False  # importing typing would cost more than the rest of the module
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 __all__ = ["TEMPLATE", "ResponseParser", "parse_response"]
 
@@ -62,9 +65,7 @@ CONTENT_CLOSE_RUN = frozenset(
 )
 CONTENT_CLOSE_PREFIX = "<|"  # every match of the rest starts with this
 START_ANCHOR_LITERALS = ("<|im_start|>assistant\n",)
-START_ANCHOR_RE = regex.compile(
-    "|".join(regex.escape(anchor) for anchor in START_ANCHOR_LITERALS), regex.DOTALL
-)
+START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
 _SCAN_OUTSIDE_STARTS = re.compile(r"[<]")
 _SCAN_OUTSIDE_TAILS = (
     frozenset(

@@ -11,13 +11,14 @@ from after its last start anchor '<|im_start|>assistant\n'.
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar
-
-import regex
 
 from respc.runtime.content import parse_json
 from respc.runtime.parser import CompiledParser
 from respc.runtime.scan import scan_literal
+
+TYPE_CHECKING = False  # importing typing would cost more than the rest of the module
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 __all__ = ["TEMPLATE", "ResponseParser", "parse_response"]
 
@@ -44,9 +45,7 @@ TOOL_CALLS_OPEN = "<tool_call>"
 TOOL_CALLS_CLOSE = "</tool_call>"
 CONTENT_CLOSE = "<|im_end|>"
 START_ANCHOR_LITERALS = ("<|im_start|>assistant\n",)
-START_ANCHOR_RE = regex.compile(
-    "|".join(regex.escape(anchor) for anchor in START_ANCHOR_LITERALS), regex.DOTALL
-)
+START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
 # At the end of the stream the literals _scan_outside watches are found in one pass, longest first at a
 # position, then in watch order: the oracle's tie-break.
 _END_OUTSIDE_LITERALS = ("<tool_call>", "<|im_end|>", "<think>")

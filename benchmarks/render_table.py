@@ -31,6 +31,8 @@ def render(run: dict) -> str:
     rows: dict[tuple, dict] = defaultdict(dict)
     for bench in run["benchmarks"]:
         info = bench["extra_info"]
+        if "workload" not in info:
+            continue  # a fixed cost (test_costs.py): see render_costs
         key = (info["workload"], info["shape"], info["size"])
         rows[key][info["impl"]] = bench["stats"]["median"]
         rows[key]["chunks"] = info.get("chunks", 1)
@@ -56,7 +58,62 @@ def render(run: dict) -> str:
             f"| {WORKLOADS[workload]} | {shape} | {size:,} | {_cell(ours, per, scale)} | {_cell(theirs, per, scale)} "
             f"| {speedup} | {_cell(floor, per, scale)} | {versus} |"
         )
+    return "\n".join(lines) + "\n" + render_targets(rows) + render_costs(run)
+
+
+def render_targets(rows: dict[tuple, dict]) -> str:
+    """Issue #3's ratios, per template: speed-ups at 10k characters and how flat streaming stays."""
+    shapes = sorted({shape for _, shape, _ in rows})
+    if not shapes:
+        return ""
+    lines = [
+        "",
+        "| template | stream 10k speed-up | parse 10k speed-up | stream µs/chunk, 1M ÷ 10k |",
+        "|---|---:|---:|---:|",
+    ]
+    for shape in shapes:
+        cells = []
+        for workload in ("stream-4", "parse"):
+            got = rows.get((workload, shape, 10_000), {})
+            ours, theirs = got.get("respc"), got.get("transformers")
+            cells.append(f"{theirs / ours:.1f}x" if ours and theirs else "—")
+        small, large = rows.get(("stream-4", shape, 10_000), {}), rows.get(("stream-4", shape, 1_000_000), {})
+        if small.get("respc") and large.get("respc"):
+            flat = (large["respc"] / large["chunks"]) / (small["respc"] / small["chunks"])
+            cells.append(f"{flat:.2f}")
+        else:
+            cells.append("—")
+        lines.append(f"| {shape} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def render_costs(run: dict) -> str:
+    """Import, compile and memory costs from benchmarks/test_costs.py, when the run has them."""
+    lines = []
+    for bench in run["benchmarks"]:
+        info, name = bench["extra_info"], bench["name"]
+        if name.startswith("test_import_generated_module"):
+            seconds = sorted(info["seconds"])
+            regex = "with `regex`" if info.get("imports_regex") else "without `regex`"
+            lines.append(
+                f"| import `respc.generated.{info['preset']}` ({regex}) | {seconds[len(seconds) // 2] * 1e3:.1f} ms |"
+            )
+        elif name.startswith("test_compile_template"):
+            lines.append(
+                f"| compile {info['shape']} (incl. black) | {bench['stats']['median'] * 1e3:.0f} ms |"
+            )
+        elif name.startswith("test_peak_memory_streaming_1m"):
+            lines.append(
+                f"| peak memory streaming 1M chars, {info['shape']} | {info['ratio']:.2f}x the text |"
+            )
+    if not lines:
+        return ""
+    header = [
+        "",
+        "| fixed cost (fresh interpreter with bytecode caches; tracemalloc) | median |",
+        "|---|---:|",
+    ]
+    return "\n".join(header + sorted(lines)) + "\n"
 
 
 def main() -> None:

@@ -24,8 +24,11 @@ SAMPLES = {
 logging.getLogger("transformers").setLevel(logging.ERROR)
 
 
-class OracleTimeout(Exception):
-    """The oracle did not return in time (it hangs on some templates: quirk Q5)."""
+class OracleTimeout(BaseException):
+    """The oracle did not return in time (it hangs on some templates: quirk Q5).
+
+    A BaseException, so that a parser's own `except Exception` (transformers catches content-parser
+    errors) cannot swallow the alarm and leave the hang running with no deadline left."""
 
 
 def _alarm(signum: int, frame: Any) -> None:

@@ -23,6 +23,7 @@ further. The figures (templates fuzzed, traces compared, ...) are printed at the
 from __future__ import annotations
 
 import copy
+import multiprocessing
 import os
 from collections import Counter
 from collections.abc import Iterator
@@ -409,15 +410,26 @@ def _oracle_load_error(template: Any) -> Exception | None:
     return None
 
 
-def _probe_oracle_hang(template: dict, case: Case) -> bool:
-    """Whether the oracle hangs on any of the case's texts (a short deadline: only for refused templates)."""
+def _oracle_streams(template: dict, case: Case) -> None:
     from transformers.utils.chat_parsing import ResponseParser
 
     for text in case.texts:
-        try:
-            stream_trace(lambda: ResponseParser(template, case.prefix), [text], deadline=0.3)
-        except OracleTimeout:
-            return True
+        stream_trace(lambda text=text: ResponseParser(template, case.prefix), [text])
+
+
+def _probe_oracle_hang(template: dict, case: Case) -> bool:
+    """Whether the oracle hangs on any of the case's texts (only for refused templates, for the figures).
+
+    Run in a forked child that is killed at the deadline: a hanging oracle has been seen to outlive an
+    in-process alarm here (and to eat gigabytes meanwhile), so only a separate process is certain to stop.
+    """
+    child = multiprocessing.get_context("fork").Process(target=_oracle_streams, args=(template, case))
+    child.start()
+    child.join(1.0)
+    if child.is_alive():
+        child.kill()
+        child.join()
+        return True
     return False
 
 

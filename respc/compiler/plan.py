@@ -210,6 +210,7 @@ class ParserPlan:
             self.start_anchor.is_literal
             or any(s.quick_engine == "re" for s in self.states)
             or any(s.end_literals for s in self.states)
+            or any(d.method == "literals" for d in self.delimiters)
         )
 
     @property

@@ -50,6 +50,8 @@ TOOL_CALLS_OPEN_RE = regex.compile(r"<\|tool_call>call:(?P<name>\w+)", regex.DOT
 TOOL_CALLS_OPEN_PREFIX = "<|tool_call>call:"  # every match starts with this
 TOOL_CALLS_CLOSE = "<tool_call|>"
 CONTENT_CLOSE = ("<|tool_response>", "<turn|>", "<eos>")
+# One pass at the end of the stream: the leftmost of the list, the longest at one position.
+CONTENT_CLOSE_ALT = re.compile("|".join(re.escape(literal) for literal in CONTENT_CLOSE))
 START_ANCHOR_LITERALS = ("<tool_response|>", "<|turn>model\n")
 START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
 _SCAN_OUTSIDE_STARTS = re.compile(r"[<]")
@@ -156,7 +158,8 @@ def _end_outside(buf: str, pos: int) -> tuple | None:
     ):
         best = (found[0], found[1], True, "tool_calls", found[3])
     # close of 'content'
-    found = scan_literals(buf, pos, CONTENT_CLOSE, False, True, None if best is None else best[0] + 16)
+    match = CONTENT_CLOSE_ALT.search(buf, pos, len(buf) if best is None else best[0] + 16)
+    found = None if match is None else (match.start(), match.end(), True, None)
     if found is not None and (
         best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])
     ):

@@ -48,7 +48,11 @@ TEMPLATE = {
 
 # Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL.
 REASONING_CONTENT_OPEN = ("[THINK]", "<think>")
+# One pass at the end of the stream: the leftmost of the list, the longest at one position.
+REASONING_CONTENT_OPEN_ALT = re.compile("|".join(re.escape(literal) for literal in REASONING_CONTENT_OPEN))
 REASONING_CONTENT_CLOSE = ("[/THINK]", "</think>")
+# One pass at the end of the stream: the leftmost of the list, the longest at one position.
+REASONING_CONTENT_CLOSE_ALT = re.compile("|".join(re.escape(literal) for literal in REASONING_CONTENT_CLOSE))
 TOOL_CALLS_OPEN_RE = regex.compile(
     r"\[TOOL_CALLS\](?P<name>[^\[\]\s]+)(?:\[CALL_ID\][^\[]*)?\[ARGS\]", regex.DOTALL
 )
@@ -154,7 +158,8 @@ def _end_outside(buf: str, pos: int) -> tuple | None:
     # /\[TOOL_CALLS\](?P<name>[^\[\]\s]+)(?:\[CALL_ID\][^\[]*)?\[ARGS\]/, close of 'content' '</s>'.
     best = None
     # open of 'reasoning_content'
-    found = scan_literals(buf, pos, REASONING_CONTENT_OPEN, False, True)
+    match = REASONING_CONTENT_OPEN_ALT.search(buf, pos)
+    found = None if match is None else (match.start(), match.end(), True, None)
     if found is not None:
         best = (found[0], found[1], True, "reasoning_content", found[3])
     # open of 'tool_calls'

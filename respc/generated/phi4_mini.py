@@ -49,6 +49,8 @@ TOOL_CALLS_OPEN_RUN = frozenset(
 )
 TOOL_CALLS_OPEN_PREFIX = "functools"  # every match of the rest starts with this
 TOOL_CALLS_CLOSE = ("<|endoftext|>", "<|end|>")
+# One pass at the end of the stream: the leftmost of the list, the longest at one position.
+TOOL_CALLS_CLOSE_ALT = re.compile("|".join(re.escape(literal) for literal in TOOL_CALLS_CLOSE))
 # /\s*(?:<\|end\|>|<\|endoftext\|>)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = regex.compile(r"(?:<\|end\|>|<\|endoftext\|>)", regex.DOTALL)

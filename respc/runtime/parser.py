@@ -72,6 +72,8 @@ class CompiledParser:
             )
             for state, scan in cls.SCANS.items()
         }
+        if cls.KEEP == 0 and "feed" not in cls.__dict__:
+            cls.feed = CompiledParser._feed_without_context  # type: ignore[method-assign]
         cls._FIELDS = {
             name: (value, cls.JOINS.get(name), name in cls.REPEATS) for name, value in cls.VALUES.items()
         }
@@ -178,6 +180,22 @@ class CompiledParser:
                 return [
                     {"type": "region_chunk", "field": self._current, "text": routed, "dirty": self._dirty}
                 ]
+        return self._feed_slow(text)
+
+    def _feed_without_context(self, text: str) -> list[dict]:
+        """Consume the next piece of model output; returns the events it caused.
+
+        (`feed` for templates without regex delimiters, installed by `__init_subclass__`: literals never
+        look back, so the common case need not even keep the chunk as context.)"""
+        if self._fast and text and _find(text, self._first) < 0:
+            parts = self._parts
+            parts.append(text)
+            if len(parts) >= self._coalesce_at:
+                self._coalesce()
+            return [{"type": "region_chunk", "field": self._current, "text": text, "dirty": self._dirty}]
+        return self._feed_slow(text)
+
+    def _feed_slow(self, text: str) -> list[dict]:
         self._fast = False  # until this feed has finished without error
         self._run = None
         events = self._feed(text)

@@ -31,8 +31,8 @@ def render(run: dict) -> str:
     rows: dict[tuple, dict] = defaultdict(dict)
     for bench in run["benchmarks"]:
         info = bench["extra_info"]
-        if "workload" not in info:
-            continue  # a fixed cost (test_costs.py): see render_costs
+        if info.get("workload") not in WORKLOADS:
+            continue  # fixed costs and `respc parse` throughput: see render_costs
         key = (info["workload"], info["shape"], info["size"])
         rows[key][info["impl"]] = bench["stats"]["median"]
         rows[key]["chunks"] = info.get("chunks", 1)
@@ -106,11 +106,17 @@ def render_costs(run: dict) -> str:
             lines.append(
                 f"| peak memory streaming 1M chars, {info['shape']} | {info['ratio']:.2f}x the text |"
             )
+        elif info.get("workload") == "batch-parse" and "records_per_second_per_worker" in info:
+            scaling = f" (x{info['scaling']} over 1 worker)" if "scaling" in info else ""
+            lines.append(
+                f"| `respc parse`, {info['records']:,} short {info['shape']} records, {info['workers']} "
+                f"worker(s) | {info['records_per_second_per_worker']:,} records/s per worker{scaling} |"
+            )
     if not lines:
         return ""
     header = [
         "",
-        "| fixed cost (fresh interpreter with bytecode caches; tracemalloc) | median |",
+        "| fixed cost or throughput (imports: fresh interpreter, bytecode cached) | median |",
         "|---|---:|",
     ]
     return "\n".join(header + sorted(lines)) + "\n"

@@ -72,7 +72,7 @@ def test_stream_4_chars(benchmark, shape: str, impl: str, size: int) -> None:
         make = lambda: module.ResponseParser("")  # noqa: E731
     else:
         make = lambda: OracleParser(tpl, "")  # noqa: E731
-    result = benchmark.pedantic(_stream, (make, chunks), rounds=1 if size >= 100_000 else 5, iterations=1)
+    result = benchmark.pedantic(_stream, (make, chunks), rounds=3 if size >= 100_000 else 15, iterations=1)
     if size <= 10_000:
         assert result == _stream(lambda: OracleParser(tpl, ""), chunks)
 

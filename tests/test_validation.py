@@ -82,6 +82,7 @@ def test_one_empty_matchable_side_is_accepted_and_exact() -> None:
         {"open_pattern": "(?=z)", "close_pattern": "$"},
         {"open_pattern": r"(?=<)", "close_pattern": r"(?=\d)"},
         {"open_pattern": "(?:<t>|(?=q))", "close_pattern": r"\Z"},
+        {"open_pattern": r"<t>|\Z", "close_pattern": r"</t>|\Z"},  # never committed at the very end
     ],
 )
 def test_empty_matches_that_never_meet_are_accepted_and_exact(field: dict) -> None:
@@ -113,3 +114,24 @@ def test_backtracking_delimiters_compile_with_a_warning() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         respc.generate_source(plain)
+
+
+def test_templates_json_cannot_tell_apart_get_their_own_parsers() -> None:
+    """The compile cache is keyed by template hash: `{1: x}` and `{"1": x}`, or a tuple and a list, are
+    the same JSON text but not the same template (the oracle rejects a tuple of opens)."""
+    from conftest import oracle_parse
+
+    def with_transform(key: object) -> dict:
+        field = {"open": "<a>", "close": "</a>", "transform": {key: "{content}"}}
+        return {"start_anchor": "S", "fields": {"content": {}, "t": field}}
+
+    for first, second in ((1, "1"), ("1", 1)):
+        respc.compile_template(with_transform(first))
+        got = respc.compile_template(with_transform(second)).parse_response("x<a>y</a>", prefix="")
+        assert got == {"content": "x", "t": {second: "y"}}
+        assert [("ok", got)] == oracle_parse(with_transform(second), "x<a>y</a>", "")
+    listed = {"start_anchor": "S", "fields": {"content": {}, "t": {"open": ["<a>", "<b>"], "close": "</a>"}}}
+    respc.compile_template(listed)
+    tupled = {"start_anchor": "S", "fields": {"content": {}, "t": {"open": ("<a>", "<b>"), "close": "</a>"}}}
+    with pytest.raises(ValueError):
+        respc.compile_template(tupled)

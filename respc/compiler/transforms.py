@@ -9,6 +9,7 @@ other value is written with `py_literal`, so template text reaches the source on
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from respc.compiler.literal import py_literal
@@ -57,8 +58,8 @@ def transform_expression(transform: Any) -> str | None:
             if "." in path:
                 return resolve
             return f"(captures[{py_literal(path)}] if {py_literal(path)} in captures else {resolve})"
-        if kind in (int, float, bool, type(None)):
+        if kind in (int, bool, type(None)) or (kind is float and math.isfinite(value)):
             return py_literal(value)
-        return None  # the runtime hands such values over as the very object the template holds
+        return None  # the runtime hands such values (NaN too) over as the very object the template holds
 
     return source(transform, 0)

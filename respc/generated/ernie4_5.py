@@ -59,17 +59,17 @@ CONTENT_ARGS = {}
 TOOL_CALLS_ARGS = {}
 TOOL_CALLS_TRANSFORM = {"type": "function", "function": "{content}"}
 
-# One scan per parser state. Each returns (commit, hold): the delimiter to commit now, if any, as
+# One streaming scan per parser state. Each returns (commit, hold): the delimiter to commit now, if any, as
 # (start, end, is_open, field, match), and where held-back text starts.
 
 
-def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
+def _scan_outside(buf: str, pos: int) -> tuple:
     # Outside explicit regions (no implicit field: text is discarded): watches open of 'content'
     # '<response>\n', open of 'reasoning_content' /(?:^|<think>\s*)/, open of 'tool_calls' '<tool_call>'.
     hold = len(buf)
     best = None
     # open of 'content'
-    found = scan_literal(buf, pos, CONTENT_OPEN, eos)
+    found = scan_literal(buf, pos, CONTENT_OPEN, False)
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -78,7 +78,7 @@ def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
         else:
             best = (start, end, True, "content", match)
     # open of 'reasoning_content'
-    found = scan_pattern(buf, pos, REASONING_CONTENT_OPEN_RE, eos)
+    found = scan_pattern(buf, pos, REASONING_CONTENT_OPEN_RE, False)
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -87,7 +87,7 @@ def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
         elif best is None or start < best[0] or (start == best[0] and end > best[1]):
             best = (start, end, True, "reasoning_content", match)
     # open of 'tool_calls'
-    found = scan_literal(buf, pos, TOOL_CALLS_OPEN, eos, None if best is None else best[0] + 11)
+    found = scan_literal(buf, pos, TOOL_CALLS_OPEN, False, None if best is None else best[0] + 11)
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -100,9 +100,9 @@ def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
     return None, hold
 
 
-def _scan_reasoning_content(buf: str, pos: int, eos: bool) -> tuple:
+def _scan_reasoning_content(buf: str, pos: int) -> tuple:
     # Field 'reasoning_content': watches close of 'reasoning_content' '</think>'.
-    found = scan_literal(buf, pos, REASONING_CONTENT_CLOSE, eos)
+    found = scan_literal(buf, pos, REASONING_CONTENT_CLOSE, False)
     if found is None:
         return None, len(buf)
     start, end, final, match = found
@@ -113,9 +113,9 @@ def _scan_reasoning_content(buf: str, pos: int, eos: bool) -> tuple:
     return None, len(buf)
 
 
-def _scan_content(buf: str, pos: int, eos: bool) -> tuple:
+def _scan_content(buf: str, pos: int) -> tuple:
     # Field 'content': watches close of 'content' /\n?</response>/.
-    found = scan_pattern(buf, pos, CONTENT_CLOSE_RE, eos)
+    found = scan_pattern(buf, pos, CONTENT_CLOSE_RE, False)
     if found is None:
         return None, len(buf)
     start, end, final, match = found
@@ -126,9 +126,9 @@ def _scan_content(buf: str, pos: int, eos: bool) -> tuple:
     return None, len(buf)
 
 
-def _scan_tool_calls(buf: str, pos: int, eos: bool) -> tuple:
+def _scan_tool_calls(buf: str, pos: int) -> tuple:
     # Field 'tool_calls': watches close of 'tool_calls' '</tool_call>'.
-    found = scan_literal(buf, pos, TOOL_CALLS_CLOSE, eos)
+    found = scan_literal(buf, pos, TOOL_CALLS_CLOSE, False)
     if found is None:
         return None, len(buf)
     start, end, final, match = found

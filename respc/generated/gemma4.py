@@ -64,18 +64,18 @@ TOOL_CALLS_ARGS = {"unquoted_keys": True, "string_delims": [['<|"|>', '<|"|>']]}
 TOOL_CALLS_TRANSFORM = {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}}
 CONTENT_ARGS = {}
 
-# One scan per parser state. Each returns (commit, hold): the delimiter to commit now, if any, as
+# One streaming scan per parser state. Each returns (commit, hold): the delimiter to commit now, if any, as
 # (start, end, is_open, field, match), and where held-back text starts.
 
 
-def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
+def _scan_outside(buf: str, pos: int) -> tuple:
     # Outside explicit regions, in the implicit field 'content': watches open of 'reasoning_content'
     # '<|channel>thought\n', open of 'tool_calls' /<\|tool_call>call:(?P<name>\w+)/, close of 'content'
     # '<turn|>' | '<|tool_response>' | '<eos>'.
     hold = len(buf)
     best = None
     # open of 'reasoning_content'
-    found = scan_literal(buf, pos, REASONING_CONTENT_OPEN, eos)
+    found = scan_literal(buf, pos, REASONING_CONTENT_OPEN, False)
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -84,7 +84,7 @@ def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
         else:
             best = (start, end, True, "reasoning_content", match)
     # open of 'tool_calls'
-    found = scan_pattern(buf, pos, TOOL_CALLS_OPEN_RE, eos)
+    found = scan_pattern(buf, pos, TOOL_CALLS_OPEN_RE, False)
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -93,7 +93,7 @@ def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
         elif best is None or start < best[0] or (start == best[0] and end > best[1]):
             best = (start, end, True, "tool_calls", match)
     # close of 'content'
-    found = scan_literals(buf, pos, CONTENT_CLOSE, False, eos, None if best is None else best[0] + 16)
+    found = scan_literals(buf, pos, CONTENT_CLOSE, False, False, None if best is None else best[0] + 16)
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -106,9 +106,9 @@ def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
     return None, hold
 
 
-def _scan_reasoning_content(buf: str, pos: int, eos: bool) -> tuple:
+def _scan_reasoning_content(buf: str, pos: int) -> tuple:
     # Field 'reasoning_content': watches close of 'reasoning_content' '<channel|>'.
-    found = scan_literal(buf, pos, REASONING_CONTENT_CLOSE, eos)
+    found = scan_literal(buf, pos, REASONING_CONTENT_CLOSE, False)
     if found is None:
         return None, len(buf)
     start, end, final, match = found
@@ -119,9 +119,9 @@ def _scan_reasoning_content(buf: str, pos: int, eos: bool) -> tuple:
     return None, len(buf)
 
 
-def _scan_tool_calls(buf: str, pos: int, eos: bool) -> tuple:
+def _scan_tool_calls(buf: str, pos: int) -> tuple:
     # Field 'tool_calls': watches close of 'tool_calls' '<tool_call|>'.
-    found = scan_literal(buf, pos, TOOL_CALLS_CLOSE, eos)
+    found = scan_literal(buf, pos, TOOL_CALLS_CLOSE, False)
     if found is None:
         return None, len(buf)
     start, end, final, match = found

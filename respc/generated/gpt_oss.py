@@ -69,18 +69,18 @@ CONTENT_ARGS = {}
 TOOL_CALLS_ARGS = {}
 TOOL_CALLS_TRANSFORM = {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}}
 
-# One scan per parser state. Each returns (commit, hold): the delimiter to commit now, if any, as
+# One streaming scan per parser state. Each returns (commit, hold): the delimiter to commit now, if any, as
 # (start, end, is_open, field, match), and where held-back text starts.
 
 
-def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
+def _scan_outside(buf: str, pos: int) -> tuple:
     # Outside explicit regions (no implicit field: text is discarded): watches open of 'content'
     # '<|channel|>final<|message|>', open of 'reasoning_content' '<|channel|>analysis<|message|>', open of
     # 'tool_calls' /<\|channel\|>commentary to=functions\.(?P<name>\w+).*?<\|message\|>/.
     hold = len(buf)
     best = None
     # open of 'content'
-    found = scan_literal(buf, pos, CONTENT_OPEN, eos)
+    found = scan_literal(buf, pos, CONTENT_OPEN, False)
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -89,7 +89,7 @@ def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
         else:
             best = (start, end, True, "content", match)
     # open of 'reasoning_content'
-    found = scan_literal(buf, pos, REASONING_CONTENT_OPEN, eos, None if best is None else best[0] + 30)
+    found = scan_literal(buf, pos, REASONING_CONTENT_OPEN, False, None if best is None else best[0] + 30)
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -98,7 +98,7 @@ def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
         elif best is None or start < best[0] or (start == best[0] and end > best[1]):
             best = (start, end, True, "reasoning_content", match)
     # open of 'tool_calls'
-    found = scan_pattern(buf, pos, TOOL_CALLS_OPEN_RE, eos)
+    found = scan_pattern(buf, pos, TOOL_CALLS_OPEN_RE, False)
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -111,9 +111,9 @@ def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
     return None, hold
 
 
-def _scan_reasoning_content(buf: str, pos: int, eos: bool) -> tuple:
+def _scan_reasoning_content(buf: str, pos: int) -> tuple:
     # Field 'reasoning_content': watches close of 'reasoning_content' '<|end|>'.
-    found = scan_literal(buf, pos, REASONING_CONTENT_CLOSE, eos)
+    found = scan_literal(buf, pos, REASONING_CONTENT_CLOSE, False)
     if found is None:
         return None, len(buf)
     start, end, final, match = found
@@ -124,9 +124,9 @@ def _scan_reasoning_content(buf: str, pos: int, eos: bool) -> tuple:
     return None, len(buf)
 
 
-def _scan_content(buf: str, pos: int, eos: bool) -> tuple:
+def _scan_content(buf: str, pos: int) -> tuple:
     # Field 'content': watches close of 'content' '<|end|>'.
-    found = scan_literal(buf, pos, CONTENT_CLOSE, eos)
+    found = scan_literal(buf, pos, CONTENT_CLOSE, False)
     if found is None:
         return None, len(buf)
     start, end, final, match = found
@@ -137,9 +137,9 @@ def _scan_content(buf: str, pos: int, eos: bool) -> tuple:
     return None, len(buf)
 
 
-def _scan_tool_calls(buf: str, pos: int, eos: bool) -> tuple:
+def _scan_tool_calls(buf: str, pos: int) -> tuple:
     # Field 'tool_calls': watches close of 'tool_calls' '<|call|>'.
-    found = scan_literal(buf, pos, TOOL_CALLS_CLOSE, eos)
+    found = scan_literal(buf, pos, TOOL_CALLS_CLOSE, False)
     if found is None:
         return None, len(buf)
     start, end, final, match = found

@@ -80,18 +80,18 @@ TOOL_CALLS_ARGS = {}
 TOOL_CALLS_TRANSFORM = {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}}
 CONTENT_ARGS = {}
 
-# One scan per parser state. Each returns (commit, hold): the delimiter to commit now, if any, as
+# One streaming scan per parser state. Each returns (commit, hold): the delimiter to commit now, if any, as
 # (start, end, is_open, field, match), and where held-back text starts.
 
 
-def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
+def _scan_outside(buf: str, pos: int) -> tuple:
     # Outside explicit regions, in the implicit field 'content': watches open of 'reasoning_content'
     # '[THINK]' | '<think>', open of 'tool_calls'
     # /\[TOOL_CALLS\](?P<name>[^\[\]\s]+)(?:\[CALL_ID\][^\[]*)?\[ARGS\]/, close of 'content' '</s>'.
     hold = len(buf)
     best = None
     # open of 'reasoning_content'
-    found = scan_literals(buf, pos, REASONING_CONTENT_OPEN, False, eos)
+    found = scan_literals(buf, pos, REASONING_CONTENT_OPEN, False, False)
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -100,7 +100,7 @@ def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
         else:
             best = (start, end, True, "reasoning_content", match)
     # open of 'tool_calls'
-    found = scan_pattern(buf, pos, TOOL_CALLS_OPEN_RE, eos)
+    found = scan_pattern(buf, pos, TOOL_CALLS_OPEN_RE, False)
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -109,7 +109,7 @@ def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
         elif best is None or start < best[0] or (start == best[0] and end > best[1]):
             best = (start, end, True, "tool_calls", match)
     # close of 'content'
-    found = scan_literal(buf, pos, CONTENT_CLOSE, eos, None if best is None else best[0] + 4)
+    found = scan_literal(buf, pos, CONTENT_CLOSE, False, None if best is None else best[0] + 4)
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -122,9 +122,9 @@ def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
     return None, hold
 
 
-def _scan_reasoning_content(buf: str, pos: int, eos: bool) -> tuple:
+def _scan_reasoning_content(buf: str, pos: int) -> tuple:
     # Field 'reasoning_content': watches close of 'reasoning_content' '[/THINK]' | '</think>'.
-    found = scan_literals(buf, pos, REASONING_CONTENT_CLOSE, False, eos)
+    found = scan_literals(buf, pos, REASONING_CONTENT_CLOSE, False, False)
     if found is None:
         return None, len(buf)
     start, end, final, match = found
@@ -135,9 +135,9 @@ def _scan_reasoning_content(buf: str, pos: int, eos: bool) -> tuple:
     return None, len(buf)
 
 
-def _scan_tool_calls(buf: str, pos: int, eos: bool) -> tuple:
+def _scan_tool_calls(buf: str, pos: int) -> tuple:
     # Field 'tool_calls': watches close of 'tool_calls' /</s>|(?=\[TOOL_CALLS\])/.
-    found = scan_pattern(buf, pos, TOOL_CALLS_CLOSE_RE, eos)
+    found = scan_pattern(buf, pos, TOOL_CALLS_CLOSE_RE, False)
     if found is None:
         return None, len(buf)
     start, end, final, match = found

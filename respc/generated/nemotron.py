@@ -77,18 +77,18 @@ TOOL_CALLS_ARGS = {}
 TOOL_CALLS_TRANSFORM = {"type": "function", "function": {"name": "{name}", "arguments": "{arguments}"}}
 CONTENT_ARGS = {}
 
-# One scan per parser state. Each returns (commit, hold): the delimiter to commit now, if any, as
+# One streaming scan per parser state. Each returns (commit, hold): the delimiter to commit now, if any, as
 # (start, end, is_open, field, match), and where held-back text starts.
 
 
-def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
+def _scan_outside(buf: str, pos: int) -> tuple:
     # Outside explicit regions, in the implicit field 'content': watches open of 'reasoning_content'
     # '<think>', open of 'tool_calls' /\s*<TOOLCALL>/, close of 'content'
     # /\s*(?:<\|eot_id\|>|<SPECIAL_12>)/.
     hold = len(buf)
     best = None
     # open of 'reasoning_content'
-    found = scan_literal(buf, pos, REASONING_CONTENT_OPEN, eos)
+    found = scan_literal(buf, pos, REASONING_CONTENT_OPEN, False)
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -97,7 +97,7 @@ def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
         else:
             best = (start, end, True, "reasoning_content", match)
     # open of 'tool_calls'
-    found = scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, TOOL_CALLS_OPEN_RUN, eos)
+    found = scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, TOOL_CALLS_OPEN_RUN, False)
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -106,7 +106,7 @@ def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
         elif best is None or start < best[0] or (start == best[0] and end > best[1]):
             best = (start, end, True, "tool_calls", match)
     # close of 'content'
-    found = scan_lead(buf, pos, CONTENT_CLOSE_RE, CONTENT_CLOSE_RUN, eos)
+    found = scan_lead(buf, pos, CONTENT_CLOSE_RE, CONTENT_CLOSE_RUN, False)
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -119,9 +119,9 @@ def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
     return None, hold
 
 
-def _scan_reasoning_content(buf: str, pos: int, eos: bool) -> tuple:
+def _scan_reasoning_content(buf: str, pos: int) -> tuple:
     # Field 'reasoning_content': watches close of 'reasoning_content' '</think>'.
-    found = scan_literal(buf, pos, REASONING_CONTENT_CLOSE, eos)
+    found = scan_literal(buf, pos, REASONING_CONTENT_CLOSE, False)
     if found is None:
         return None, len(buf)
     start, end, final, match = found
@@ -132,9 +132,9 @@ def _scan_reasoning_content(buf: str, pos: int, eos: bool) -> tuple:
     return None, len(buf)
 
 
-def _scan_tool_calls(buf: str, pos: int, eos: bool) -> tuple:
+def _scan_tool_calls(buf: str, pos: int) -> tuple:
     # Field 'tool_calls': watches close of 'tool_calls' '</TOOLCALL>'.
-    found = scan_literal(buf, pos, TOOL_CALLS_CLOSE, eos)
+    found = scan_literal(buf, pos, TOOL_CALLS_CLOSE, False)
     if found is None:
         return None, len(buf)
     start, end, final, match = found

@@ -39,7 +39,9 @@ class CompiledParser:
 
     # Filled in by the generated subclass.
     IMPLICIT: ClassVar[Any] = None  # the implicit field's name, or None for the null sink
-    SCANS: ClassVar[dict]  # state (field name, or IMPLICIT when outside explicit regions) -> scan method
+    SCANS: ClassVar[
+        dict
+    ]  # state (field name, or IMPLICIT outside explicit regions) -> streaming scan (buf, pos)
     ENDS: ClassVar[dict]  # state -> its end-of-stream scan: (buf, pos) -> the delimiter to commit, or None
     QUICK: ClassVar[dict]  # state -> `search` of a class of every watched delimiter's first char, or None
     FIRST: ClassVar[dict]  # state -> the one character QUICK's class holds, checked with `in`, or None
@@ -340,7 +342,7 @@ class CompiledParser:
             if eos:
                 commit = self._end(buf, pos)
             else:
-                commit, hold = self._scan(buf, pos, False)
+                commit, hold = self._scan(buf, pos)
             if commit is not None:
                 start, end, is_open, name, match = commit
                 if start > pos:

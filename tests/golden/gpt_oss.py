@@ -65,18 +65,18 @@ CONTENT_ARGS = {}
 TOOL_CALLS_ARGS = {}
 TOOL_CALLS_TRANSFORM = {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}}
 
-# One scan per parser state. Each returns (commit, hold): the delimiter to commit now, if any, as
+# One streaming scan per parser state. Each returns (commit, hold): the delimiter to commit now, if any, as
 # (start, end, is_open, field, match), and where held-back text starts.
 
 
-def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
+def _scan_outside(buf: str, pos: int) -> tuple:
     # Outside explicit regions (no implicit field: text is discarded): watches open of 'content'
     # '<|channel|>final<|message|>', open of 'thinking' '<|channel|>analysis<|message|>', open of
     # 'tool_calls' /<\|channel\|>commentary to=functions\.(?P<name>\w+).*?<\|message\|>/.
     hold = len(buf)
     best = None
     # open of 'content'
-    found = scan_literal(buf, pos, CONTENT_OPEN, eos)
+    found = scan_literal(buf, pos, CONTENT_OPEN, False)
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -85,7 +85,7 @@ def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
         else:
             best = (start, end, True, "content", match)
     # open of 'thinking'
-    found = scan_literal(buf, pos, THINKING_OPEN, eos, None if best is None else best[0] + 30)
+    found = scan_literal(buf, pos, THINKING_OPEN, False, None if best is None else best[0] + 30)
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -94,7 +94,7 @@ def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
         elif best is None or start < best[0] or (start == best[0] and end > best[1]):
             best = (start, end, True, "thinking", match)
     # open of 'tool_calls'
-    found = scan_pattern(buf, pos, TOOL_CALLS_OPEN_RE, eos)
+    found = scan_pattern(buf, pos, TOOL_CALLS_OPEN_RE, False)
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -107,9 +107,9 @@ def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
     return None, hold
 
 
-def _scan_thinking(buf: str, pos: int, eos: bool) -> tuple:
+def _scan_thinking(buf: str, pos: int) -> tuple:
     # Field 'thinking': watches close of 'thinking' '<|end|>'.
-    found = scan_literal(buf, pos, THINKING_CLOSE, eos)
+    found = scan_literal(buf, pos, THINKING_CLOSE, False)
     if found is None:
         return None, len(buf)
     start, end, final, match = found
@@ -120,9 +120,9 @@ def _scan_thinking(buf: str, pos: int, eos: bool) -> tuple:
     return None, len(buf)
 
 
-def _scan_content(buf: str, pos: int, eos: bool) -> tuple:
+def _scan_content(buf: str, pos: int) -> tuple:
     # Field 'content': watches close of 'content' '<|end|>'.
-    found = scan_literal(buf, pos, CONTENT_CLOSE, eos)
+    found = scan_literal(buf, pos, CONTENT_CLOSE, False)
     if found is None:
         return None, len(buf)
     start, end, final, match = found
@@ -133,9 +133,9 @@ def _scan_content(buf: str, pos: int, eos: bool) -> tuple:
     return None, len(buf)
 
 
-def _scan_tool_calls(buf: str, pos: int, eos: bool) -> tuple:
+def _scan_tool_calls(buf: str, pos: int) -> tuple:
     # Field 'tool_calls': watches close of 'tool_calls' '<|call|>'.
-    found = scan_literal(buf, pos, TOOL_CALLS_CLOSE, eos)
+    found = scan_literal(buf, pos, TOOL_CALLS_CLOSE, False)
     if found is None:
         return None, len(buf)
     start, end, final, match = found

@@ -65,17 +65,17 @@ TOOL_CALLS_ARGS = {}
 TOOL_CALLS_TRANSFORM = {"type": "function", "function": "{content}"}
 CONTENT_ARGS = {}
 
-# One scan per parser state. Each returns (commit, hold): the delimiter to commit now, if any, as
+# One streaming scan per parser state. Each returns (commit, hold): the delimiter to commit now, if any, as
 # (start, end, is_open, field, match), and where held-back text starts.
 
 
-def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
+def _scan_outside(buf: str, pos: int) -> tuple:
     # Outside explicit regions, in the implicit field 'content': watches open of 'thinking' '<think>', open
     # of 'tool_calls' '<tool_call>', close of 'content' '<|im_end|>'.
     hold = len(buf)
     best = None
     # open of 'thinking'
-    found = scan_literal(buf, pos, THINKING_OPEN, eos)
+    found = scan_literal(buf, pos, THINKING_OPEN, False)
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -84,7 +84,7 @@ def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
         else:
             best = (start, end, True, "thinking", match)
     # open of 'tool_calls'
-    found = scan_literal(buf, pos, TOOL_CALLS_OPEN, eos, None if best is None else best[0] + 11)
+    found = scan_literal(buf, pos, TOOL_CALLS_OPEN, False, None if best is None else best[0] + 11)
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -93,7 +93,7 @@ def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
         elif best is None or start < best[0] or (start == best[0] and end > best[1]):
             best = (start, end, True, "tool_calls", match)
     # close of 'content'
-    found = scan_literal(buf, pos, CONTENT_CLOSE, eos, None if best is None else best[0] + 10)
+    found = scan_literal(buf, pos, CONTENT_CLOSE, False, None if best is None else best[0] + 10)
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -106,9 +106,9 @@ def _scan_outside(buf: str, pos: int, eos: bool) -> tuple:
     return None, hold
 
 
-def _scan_thinking(buf: str, pos: int, eos: bool) -> tuple:
+def _scan_thinking(buf: str, pos: int) -> tuple:
     # Field 'thinking': watches close of 'thinking' '</think>'.
-    found = scan_literal(buf, pos, THINKING_CLOSE, eos)
+    found = scan_literal(buf, pos, THINKING_CLOSE, False)
     if found is None:
         return None, len(buf)
     start, end, final, match = found
@@ -119,9 +119,9 @@ def _scan_thinking(buf: str, pos: int, eos: bool) -> tuple:
     return None, len(buf)
 
 
-def _scan_tool_calls(buf: str, pos: int, eos: bool) -> tuple:
+def _scan_tool_calls(buf: str, pos: int) -> tuple:
     # Field 'tool_calls': watches close of 'tool_calls' '</tool_call>'.
-    found = scan_literal(buf, pos, TOOL_CALLS_CLOSE, eos)
+    found = scan_literal(buf, pos, TOOL_CALLS_CLOSE, False)
     if found is None:
         return None, len(buf)
     start, end, final, match = found

@@ -122,8 +122,5 @@ def test_in_memory_modules_are_cached_and_show_source_in_tracebacks() -> None:
 
 def test_scan_comments_name_their_fields() -> None:
     source = respc.generate_source(TEMPLATES["smollm"])
-    assert (
-        "def _scan_thinking(buf: str, pos: int) -> tuple:\n    # Field 'thinking': watches close"
-        in source
-    )
+    assert "def _scan_thinking(buf: str, pos: int) -> tuple:\n    # Field 'thinking': watches close" in source
     assert 'THINKING_CLOSE = "</think>"' in source

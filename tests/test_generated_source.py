@@ -124,3 +124,24 @@ def test_scan_comments_name_their_fields() -> None:
     source = respc.generate_source(TEMPLATES["smollm"])
     assert "def _scan_thinking(buf: str, pos: int) -> tuple:\n    # Field 'thinking': watches close" in source
     assert 'THINKING_CLOSE = "</think>"' in source
+
+
+def test_regex_module_defers_regex_to_first_use() -> None:
+    """Import time: a parser with regex delimiters imports `regex` only when a parse first needs a
+    pattern (or `warm_up()` asks for it); the results are the same either way."""
+    script = (
+        "import sys, respc.generated.qwen3_5 as m, respc.generated.llama3_json as j; "
+        "print(sorted({'regex', 'typing', 'threading'} & set(sys.modules))); "
+        "text = '<think>a</think>b<tool_call>\\n<function=f>\\n<parameter=x>\\n1\\n</parameter>\\n"
+        "</function>\\n</tool_call>'; "
+        "print(m.parse_response(text, prefix='')); print(sorted({'regex', 'typing'} & set(sys.modules))); "
+        "assert j.ResponseParser._STATES is None; j.ResponseParser.warm_up(); "
+        "print(all('_compiled' in vars(v) for v in vars(j).values() if type(v).__name__ == 'LazyRegex'))"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    lines = done.stdout.splitlines()
+    assert lines[0] == "[]"
+    assert (
+        "'tool_calls': [{'type': 'function', 'function': {'name': 'f', 'arguments': {'x': '1'}}}]" in lines[1]
+    )
+    assert lines[2:] == ["['regex']", "True"]

@@ -217,3 +217,41 @@ def test_lead_run_character_lists_match_the_regex_module() -> None:
     everything = "".join(map(chr, range(0x110000)))
     for run_class, chars in LEAD_CHARS.items():
         assert set(regex.findall(run_class, everything)) == set(chars), run_class
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    pattern=st.sampled_from(
+        [r"<tool_call>\s*<function=(?P<name>[^>\n]+)>", r"a.b", r"(?:x|xy)+;", r"\s*<\|"]
+    ),
+    text=st.text(alphabet="<>_ab.\nxy;|tool_call=function", max_size=40),
+    pos=st.integers(min_value=0, max_value=5),
+    partial=st.booleans(),
+)
+def test_lazy_regex_behaves_as_the_compiled_pattern(pattern: str, text: str, pos: int, partial: bool) -> None:
+    """Generated modules hold LazyRegex delimiters: every search must be the oracle's DOTALL pattern's."""
+    import regex
+
+    from respc.runtime.scan import LazyRegex
+
+    lazy, compiled = LazyRegex(pattern), regex.compile(pattern, regex.DOTALL)
+    got, want = lazy.search(text, pos, partial=partial), compiled.search(text, pos, partial=partial)
+    assert (got and (got.span(), got.partial, got.groupdict())) == (
+        want and (want.span(), want.partial, want.groupdict())
+    )
+    assert [m.span() for m in lazy.finditer(text)] == [m.span() for m in compiled.finditer(text)]
+    assert (lazy.flags, lazy.groupindex, lazy.pattern) == (compiled.flags, compiled.groupindex, pattern)
+    assert LazyRegex(".", dotall=False).search("\n") is None and lazy.compiled() is lazy.compiled()
+
+
+def test_lazy_regex_compiles_only_when_used() -> None:
+    import copy
+    import pickle
+
+    from respc.runtime.scan import LazyRegex
+
+    lazy = LazyRegex("(")  # invalid: compiling it would raise, so nothing below may compile it
+    assert repr(lazy) == "LazyRegex('(')" and not hasattr(lazy, "__deepcopy__")
+    assert copy.copy(lazy).pattern == "(" and pickle.loads(pickle.dumps(lazy)).pattern == "("
+    with pytest.raises(Exception, match="missing \\)"):
+        lazy.search("x")

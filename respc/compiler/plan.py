@@ -201,8 +201,12 @@ class ParserPlan:
 
     @property
     def uses_regex(self) -> bool:
-        """Whether the module needs the `regex` module (literal-only templates import only `re`)."""
-        return not self.start_anchor.is_literal or any(d.anchor.literals is None for d in self.delimiters)
+        """Whether the module holds `regex` patterns (`LazyRegex`; literal-only templates use only `re`)."""
+        return (
+            not self.start_anchor.is_literal
+            or any(d.anchor.literals is None for d in self.delimiters)
+            or any(s.quick is not None and s.quick_engine == "regex" for s in self.states)
+        )
 
     @property
     def uses_re(self) -> bool:
@@ -219,7 +223,10 @@ class ParserPlan:
 
     @property
     def scan_helpers(self) -> tuple[str, ...]:
-        return tuple(sorted({f"scan_{d.method}" for s in self.states for d in s.watches}))
+        helpers = {f"scan_{d.method}" for s in self.states for d in s.watches}
+        if self.uses_regex:
+            helpers.add("LazyRegex")
+        return tuple(sorted(helpers))
 
     @property
     def transform_helpers(self) -> tuple[str, ...]:

@@ -42,7 +42,8 @@ TEMPLATE = {
     },
 }
 
-# Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL.
+# Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL (compiled
+# on first use: importing `regex` costs more than the rest of this module).
 CONTENT_OPEN = "<|START_RESPONSE|>"
 CONTENT_CLOSE = "<|END_RESPONSE|>"
 REASONING_CONTENT_OPEN = "<|START_THINKING|>"
@@ -223,10 +224,10 @@ class ResponseParser(CompiledParser):
         "tool_calls": _end_tool_calls,
     }
     QUICK: ClassVar[dict] = {
-        None: _SCAN_OUTSIDE_STARTS.search,
-        "content": _SCAN_CONTENT_STARTS.search,
-        "reasoning_content": _SCAN_REASONING_CONTENT_STARTS.search,
-        "tool_calls": _SCAN_TOOL_CALLS_STARTS.search,
+        None: _SCAN_OUTSIDE_STARTS,
+        "content": _SCAN_CONTENT_STARTS,
+        "reasoning_content": _SCAN_REASONING_CONTENT_STARTS,
+        "tool_calls": _SCAN_TOOL_CALLS_STARTS,
     }
     FIRST: ClassVar[dict] = {
         None: "<",

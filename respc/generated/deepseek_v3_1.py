@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import re
 
-import regex
-
 from respc.runtime.content import parse_json
 from respc.runtime.parser import CompiledParser
-from respc.runtime.scan import scan_lead, scan_literal
+from respc.runtime.scan import LazyRegex, scan_lead, scan_literal
 from respc.runtime.transform import resolve_placeholder
 
 TYPE_CHECKING = False  # importing typing would cost more than the rest of the module
@@ -43,13 +41,14 @@ TEMPLATE = {
     },
 }
 
-# Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL.
+# Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL (compiled
+# on first use: importing `regex` costs more than the rest of this module).
 REASONING_CONTENT_OPEN = "<think>"
 REASONING_CONTENT_CLOSE = "</think>"
 # /\s*(?:<｜tool▁calls▁begin｜>\s*)?<｜tool▁call▁begin｜>(?P<name>[^<\n]+)<｜tool▁sep｜>/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
-TOOL_CALLS_OPEN_RE = regex.compile(
-    r"(?:<｜tool▁calls▁begin｜>\s*)?<｜tool▁call▁begin｜>(?P<name>[^<\n]+)<｜tool▁sep｜>", regex.DOTALL
+TOOL_CALLS_OPEN_RE = LazyRegex(
+    r"(?:<｜tool▁calls▁begin｜>\s*)?<｜tool▁call▁begin｜>(?P<name>[^<\n]+)<｜tool▁sep｜>"
 )
 TOOL_CALLS_OPEN_RUN = frozenset(
     "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
@@ -57,7 +56,7 @@ TOOL_CALLS_OPEN_RUN = frozenset(
 TOOL_CALLS_CLOSE = "<｜tool▁call▁end｜>"
 # /\s*(?:<｜tool▁calls▁end｜>|<｜end▁of▁sentence｜>)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
-CONTENT_CLOSE_RE = regex.compile(r"(?:<｜tool▁calls▁end｜>|<｜end▁of▁sentence｜>)", regex.DOTALL)
+CONTENT_CLOSE_RE = LazyRegex(r"(?:<｜tool▁calls▁end｜>|<｜end▁of▁sentence｜>)")
 CONTENT_CLOSE_RUN = frozenset(
     "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 )
@@ -236,9 +235,9 @@ class ResponseParser(CompiledParser):
         "tool_calls": _end_tool_calls,
     }
     QUICK: ClassVar[dict] = {
-        "content": _SCAN_OUTSIDE_STARTS.search,
-        "reasoning_content": _SCAN_REASONING_CONTENT_STARTS.search,
-        "tool_calls": _SCAN_TOOL_CALLS_STARTS.search,
+        "content": _SCAN_OUTSIDE_STARTS,
+        "reasoning_content": _SCAN_REASONING_CONTENT_STARTS,
+        "tool_calls": _SCAN_TOOL_CALLS_STARTS,
     }
     FIRST: ClassVar[dict] = {
         "content": "<",

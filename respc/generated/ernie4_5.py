@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import re
 
-import regex
-
 from respc.runtime.content import parse_json
 from respc.runtime.parser import CompiledParser
-from respc.runtime.scan import scan_literal, scan_pattern
+from respc.runtime.scan import LazyRegex, scan_literal, scan_pattern
 
 TYPE_CHECKING = False  # importing typing would cost more than the rest of the module
 if TYPE_CHECKING:
@@ -40,11 +38,12 @@ TEMPLATE = {
     },
 }
 
-# Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL.
-REASONING_CONTENT_OPEN_RE = regex.compile(r"(?:^|<think>\s*)", regex.DOTALL)
+# Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL (compiled
+# on first use: importing `regex` costs more than the rest of this module).
+REASONING_CONTENT_OPEN_RE = LazyRegex(r"(?:^|<think>\s*)")
 REASONING_CONTENT_CLOSE = "</think>"
 CONTENT_OPEN = "<response>\n"
-CONTENT_CLOSE_RE = regex.compile(r"\n?</response>", regex.DOTALL)
+CONTENT_CLOSE_RE = LazyRegex(r"\n?</response>")
 TOOL_CALLS_OPEN = "<tool_call>"
 TOOL_CALLS_CLOSE = "</tool_call>"
 START_ANCHOR_LITERALS = ("Assistant:",)
@@ -227,9 +226,9 @@ class ResponseParser(CompiledParser):
     }
     QUICK: ClassVar[dict] = {
         None: None,
-        "reasoning_content": _SCAN_REASONING_CONTENT_STARTS.search,
-        "content": _SCAN_CONTENT_STARTS.search,
-        "tool_calls": _SCAN_TOOL_CALLS_STARTS.search,
+        "reasoning_content": _SCAN_REASONING_CONTENT_STARTS,
+        "content": _SCAN_CONTENT_STARTS,
+        "tool_calls": _SCAN_TOOL_CALLS_STARTS,
     }
     FIRST: ClassVar[dict] = {
         None: None,

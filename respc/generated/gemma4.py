@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import re
 
-import regex
-
 from respc.runtime.content import parse_json
 from respc.runtime.parser import CompiledParser
-from respc.runtime.scan import scan_literal, scan_literals, scan_pattern
+from respc.runtime.scan import LazyRegex, scan_literal, scan_literals, scan_pattern
 from respc.runtime.transform import resolve_placeholder
 
 TYPE_CHECKING = False  # importing typing would cost more than the rest of the module
@@ -43,10 +41,11 @@ TEMPLATE = {
     },
 }
 
-# Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL.
+# Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL (compiled
+# on first use: importing `regex` costs more than the rest of this module).
 REASONING_CONTENT_OPEN = "<|channel>thought\n"
 REASONING_CONTENT_CLOSE = "<channel|>"
-TOOL_CALLS_OPEN_RE = regex.compile(r"<\|tool_call>call:(?P<name>\w+)", regex.DOTALL)
+TOOL_CALLS_OPEN_RE = LazyRegex(r"<\|tool_call>call:(?P<name>\w+)")
 TOOL_CALLS_OPEN_PREFIX = "<|tool_call>call:"  # every match starts with this
 TOOL_CALLS_CLOSE = "<tool_call|>"
 CONTENT_CLOSE = ("<|tool_response>", "<turn|>", "<eos>")
@@ -224,9 +223,9 @@ class ResponseParser(CompiledParser):
         "tool_calls": _end_tool_calls,
     }
     QUICK: ClassVar[dict] = {
-        "content": _SCAN_OUTSIDE_STARTS.search,
-        "reasoning_content": _SCAN_REASONING_CONTENT_STARTS.search,
-        "tool_calls": _SCAN_TOOL_CALLS_STARTS.search,
+        "content": _SCAN_OUTSIDE_STARTS,
+        "reasoning_content": _SCAN_REASONING_CONTENT_STARTS,
+        "tool_calls": _SCAN_TOOL_CALLS_STARTS,
     }
     FIRST: ClassVar[dict] = {
         "content": "<",

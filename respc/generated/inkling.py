@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import re
 
-import regex
-
 from respc.runtime.content import parse_json
 from respc.runtime.parser import CompiledParser
-from respc.runtime.scan import scan_literal, scan_pattern
+from respc.runtime.scan import LazyRegex, scan_literal, scan_pattern
 from respc.runtime.transform import resolve_placeholder
 
 TYPE_CHECKING = False  # importing typing would cost more than the rest of the module
@@ -57,16 +55,13 @@ TEMPLATE = {
     },
 }
 
-# Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL.
-REASONING_CONTENT_OPEN_RE = regex.compile(
-    r"(?:<\|message_model\|>)?[^<]*<\|content_thinking\|>", regex.DOTALL
-)
+# Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL (compiled
+# on first use: importing `regex` costs more than the rest of this module).
+REASONING_CONTENT_OPEN_RE = LazyRegex(r"(?:<\|message_model\|>)?[^<]*<\|content_thinking\|>")
 REASONING_CONTENT_CLOSE = "<|end_message|>"
-CONTENT_OPEN_RE = regex.compile(r"(?:<\|message_model\|>)?[^<]*<\|content_text\|>", regex.DOTALL)
+CONTENT_OPEN_RE = LazyRegex(r"(?:<\|message_model\|>)?[^<]*<\|content_text\|>")
 CONTENT_CLOSE = "<|end_message|>"
-TOOL_CALLS_OPEN_RE = regex.compile(
-    r"(?:<\|message_model\|>)?[^<]*<\|content_invoke_tool_json\|>", regex.DOTALL
-)
+TOOL_CALLS_OPEN_RE = LazyRegex(r"(?:<\|message_model\|>)?[^<]*<\|content_invoke_tool_json\|>")
 TOOL_CALLS_CLOSE = "<|end_message|>"
 START_ANCHOR_LITERALS = ("<|message_model|>",)
 START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
@@ -259,9 +254,9 @@ class ResponseParser(CompiledParser):
     }
     QUICK: ClassVar[dict] = {
         None: None,
-        "reasoning_content": _SCAN_REASONING_CONTENT_STARTS.search,
-        "content": _SCAN_CONTENT_STARTS.search,
-        "tool_calls": _SCAN_TOOL_CALLS_STARTS.search,
+        "reasoning_content": _SCAN_REASONING_CONTENT_STARTS,
+        "content": _SCAN_CONTENT_STARTS,
+        "tool_calls": _SCAN_TOOL_CALLS_STARTS,
     }
     FIRST: ClassVar[dict] = {
         None: None,

@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import re
 
-import regex
-
 from respc.runtime.content import parse_json
 from respc.runtime.parser import CompiledParser
-from respc.runtime.scan import scan_lead, scan_literal
+from respc.runtime.scan import LazyRegex, scan_lead, scan_literal
 from respc.runtime.transform import transform_each
 
 TYPE_CHECKING = False  # importing typing would cost more than the rest of the module
@@ -40,10 +38,11 @@ TEMPLATE = {
     },
 }
 
-# Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL.
+# Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL (compiled
+# on first use: importing `regex` costs more than the rest of this module).
 # /\s*<tool_calls>/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
-TOOL_CALLS_OPEN_RE = regex.compile(r"<tool_calls>", regex.DOTALL)
+TOOL_CALLS_OPEN_RE = LazyRegex(r"<tool_calls>")
 TOOL_CALLS_OPEN_RUN = frozenset(
     "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 )
@@ -51,7 +50,7 @@ TOOL_CALLS_OPEN_PREFIX = "<tool_calls>"  # every match of the rest starts with t
 TOOL_CALLS_CLOSE = "</tool_calls>"
 # /\s*<\|eom\|>/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
-CONTENT_CLOSE_RE = regex.compile(r"<\|eom\|>", regex.DOTALL)
+CONTENT_CLOSE_RE = LazyRegex(r"<\|eom\|>")
 CONTENT_CLOSE_RUN = frozenset(
     "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 )
@@ -175,8 +174,8 @@ class ResponseParser(CompiledParser):
         "tool_calls": _end_tool_calls,
     }
     QUICK: ClassVar[dict] = {
-        "content": _SCAN_OUTSIDE_STARTS.search,
-        "tool_calls": _SCAN_TOOL_CALLS_STARTS.search,
+        "content": _SCAN_OUTSIDE_STARTS,
+        "tool_calls": _SCAN_TOOL_CALLS_STARTS,
     }
     FIRST: ClassVar[dict] = {
         "content": "<",

@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import re
 
-import regex
-
 from respc.runtime.content import parse_json
 from respc.runtime.parser import CompiledParser
-from respc.runtime.scan import scan_lead, scan_pattern
+from respc.runtime.scan import LazyRegex, scan_lead, scan_pattern
 from respc.runtime.transform import resolve_placeholder
 
 TYPE_CHECKING = False  # importing typing would cost more than the rest of the module
@@ -46,18 +44,17 @@ TEMPLATE = {
     },
 }
 
-# Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL.
-TOOL_CALLS_OPEN_RE = regex.compile(
-    r'^\s*(?:<\|python_tag\|>\s*)?(?=\{\s*(?:"type"\s*:\s*"function"\s*,\s*)?"name"\s*:\s*"[^"\\]*"\s*,\s*"parameters"\s*:)|(?<=;)\s*(?=\{\s*(?:"type"\s*:\s*"function"\s*,\s*)?"name"\s*:\s*"[^"\\]*"\s*,\s*"parameters"\s*:)',
-    regex.DOTALL,
+# Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL (compiled
+# on first use: importing `regex` costs more than the rest of this module).
+TOOL_CALLS_OPEN_RE = LazyRegex(
+    r'^\s*(?:<\|python_tag\|>\s*)?(?=\{\s*(?:"type"\s*:\s*"function"\s*,\s*)?"name"\s*:\s*"[^"\\]*"\s*,\s*"parameters"\s*:)|(?<=;)\s*(?=\{\s*(?:"type"\s*:\s*"function"\s*,\s*)?"name"\s*:\s*"[^"\\]*"\s*,\s*"parameters"\s*:)'
 )
-TOOL_CALLS_CLOSE_RE = regex.compile(
-    r'\s*;(?=\s*\{\s*(?:"type"\s*:\s*"function"\s*,\s*)?"name"\s*:\s*"[^"\\]*"\s*,\s*"parameters"\s*:)|<\|eom_id\|>|<\|eot_id\|>',
-    regex.DOTALL,
+TOOL_CALLS_CLOSE_RE = LazyRegex(
+    r'\s*;(?=\s*\{\s*(?:"type"\s*:\s*"function"\s*,\s*)?"name"\s*:\s*"[^"\\]*"\s*,\s*"parameters"\s*:)|<\|eom_id\|>|<\|eot_id\|>'
 )
 # /\s*(?:<\|eot_id\|>|<\|eom_id\|>)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
-CONTENT_CLOSE_RE = regex.compile(r"(?:<\|eot_id\|>|<\|eom_id\|>)", regex.DOTALL)
+CONTENT_CLOSE_RE = LazyRegex(r"(?:<\|eot_id\|>|<\|eom_id\|>)")
 CONTENT_CLOSE_RUN = frozenset(
     "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 )
@@ -69,7 +66,7 @@ _SCAN_OUTSIDE_TAILS = (
         "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
     ),
 )
-_SCAN_TOOL_CALLS_STARTS = regex.compile(r"[;<\s]")
+_SCAN_TOOL_CALLS_STARTS = LazyRegex(r"[;<\s]", dotall=False)
 
 # Content parser arguments and transforms, as written in the template.
 TOOL_CALLS_ARGS = {}
@@ -199,7 +196,7 @@ class ResponseParser(CompiledParser):
     }
     QUICK: ClassVar[dict] = {
         "content": None,
-        "tool_calls": _SCAN_TOOL_CALLS_STARTS.search,
+        "tool_calls": _SCAN_TOOL_CALLS_STARTS,
     }
     FIRST: ClassVar[dict] = {
         "content": None,

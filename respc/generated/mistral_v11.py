@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import re
 
-import regex
-
 from respc.runtime.content import parse_json
 from respc.runtime.parser import CompiledParser
-from respc.runtime.scan import scan_literal, scan_literals, scan_pattern
+from respc.runtime.scan import LazyRegex, scan_literal, scan_literals, scan_pattern
 from respc.runtime.transform import resolve_placeholder
 
 TYPE_CHECKING = False  # importing typing would cost more than the rest of the module
@@ -46,18 +44,17 @@ TEMPLATE = {
     },
 }
 
-# Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL.
+# Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL (compiled
+# on first use: importing `regex` costs more than the rest of this module).
 REASONING_CONTENT_OPEN = ("[THINK]", "<think>")
 # One pass at the end of the stream: the leftmost of the list, the longest at one position.
 REASONING_CONTENT_OPEN_ALT = re.compile("|".join(re.escape(literal) for literal in REASONING_CONTENT_OPEN))
 REASONING_CONTENT_CLOSE = ("[/THINK]", "</think>")
 # One pass at the end of the stream: the leftmost of the list, the longest at one position.
 REASONING_CONTENT_CLOSE_ALT = re.compile("|".join(re.escape(literal) for literal in REASONING_CONTENT_CLOSE))
-TOOL_CALLS_OPEN_RE = regex.compile(
-    r"\[TOOL_CALLS\](?P<name>[^\[\]\s]+)(?:\[CALL_ID\][^\[]*)?\[ARGS\]", regex.DOTALL
-)
+TOOL_CALLS_OPEN_RE = LazyRegex(r"\[TOOL_CALLS\](?P<name>[^\[\]\s]+)(?:\[CALL_ID\][^\[]*)?\[ARGS\]")
 TOOL_CALLS_OPEN_PREFIX = "[TOOL_CALLS]"  # every match starts with this
-TOOL_CALLS_CLOSE_RE = regex.compile(r"</s>|(?=\[TOOL_CALLS\])", regex.DOTALL)
+TOOL_CALLS_CLOSE_RE = LazyRegex(r"</s>|(?=\[TOOL_CALLS\])")
 CONTENT_CLOSE = "</s>"
 START_ANCHOR_LITERALS = ("[/TOOL_RESULTS]", "[/INST]")
 START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
@@ -244,8 +241,8 @@ class ResponseParser(CompiledParser):
         "tool_calls": _end_tool_calls,
     }
     QUICK: ClassVar[dict] = {
-        "content": _SCAN_OUTSIDE_STARTS.search,
-        "reasoning_content": _SCAN_REASONING_CONTENT_STARTS.search,
+        "content": _SCAN_OUTSIDE_STARTS,
+        "reasoning_content": _SCAN_REASONING_CONTENT_STARTS,
         "tool_calls": None,
     }
     FIRST: ClassVar[dict] = {

@@ -37,7 +37,8 @@ TEMPLATE = {
     },
 }
 
-# Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL.
+# Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL (compiled
+# on first use: importing `regex` costs more than the rest of this module).
 TOOL_CALLS_OPEN = "[TOOL_CALLS]"
 TOOL_CALLS_CLOSE = "</s>"
 CONTENT_CLOSE = "</s>"
@@ -151,8 +152,8 @@ class ResponseParser(CompiledParser):
         "tool_calls": _end_tool_calls,
     }
     QUICK: ClassVar[dict] = {
-        "content": _SCAN_OUTSIDE_STARTS.search,
-        "tool_calls": _SCAN_TOOL_CALLS_STARTS.search,
+        "content": _SCAN_OUTSIDE_STARTS,
+        "tool_calls": _SCAN_TOOL_CALLS_STARTS,
     }
     FIRST: ClassVar[dict] = {
         "content": None,

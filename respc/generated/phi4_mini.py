@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import re
 
-import regex
-
 from respc.runtime.content import parse_json
 from respc.runtime.parser import CompiledParser
-from respc.runtime.scan import scan_lead, scan_literals
+from respc.runtime.scan import LazyRegex, scan_lead, scan_literals
 from respc.runtime.transform import transform_each
 
 TYPE_CHECKING = False  # importing typing would cost more than the rest of the module
@@ -40,10 +38,11 @@ TEMPLATE = {
     },
 }
 
-# Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL.
+# Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL (compiled
+# on first use: importing `regex` costs more than the rest of this module).
 # /\s*functools(?=\s*\[\s*\{)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
-TOOL_CALLS_OPEN_RE = regex.compile(r"functools(?=\s*\[\s*\{)", regex.DOTALL)
+TOOL_CALLS_OPEN_RE = LazyRegex(r"functools(?=\s*\[\s*\{)")
 TOOL_CALLS_OPEN_RUN = frozenset(
     "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 )
@@ -53,7 +52,7 @@ TOOL_CALLS_CLOSE = ("<|endoftext|>", "<|end|>")
 TOOL_CALLS_CLOSE_ALT = re.compile("|".join(re.escape(literal) for literal in TOOL_CALLS_CLOSE))
 # /\s*(?:<\|end\|>|<\|endoftext\|>)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
-CONTENT_CLOSE_RE = regex.compile(r"(?:<\|end\|>|<\|endoftext\|>)", regex.DOTALL)
+CONTENT_CLOSE_RE = LazyRegex(r"(?:<\|end\|>|<\|endoftext\|>)")
 CONTENT_CLOSE_RUN = frozenset(
     "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 )
@@ -187,8 +186,8 @@ class ResponseParser(CompiledParser):
         "tool_calls": _end_tool_calls,
     }
     QUICK: ClassVar[dict] = {
-        "content": _SCAN_OUTSIDE_STARTS.search,
-        "tool_calls": _SCAN_TOOL_CALLS_STARTS.search,
+        "content": _SCAN_OUTSIDE_STARTS,
+        "tool_calls": _SCAN_TOOL_CALLS_STARTS,
     }
     FIRST: ClassVar[dict] = {
         "content": None,

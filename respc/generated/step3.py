@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import re
 
-import regex
-
 from respc.runtime.content import parse_xml_inline
 from respc.runtime.parser import CompiledParser
-from respc.runtime.scan import scan_lead, scan_literal, scan_pattern
+from respc.runtime.scan import LazyRegex, scan_lead, scan_literal, scan_pattern
 from respc.runtime.transform import resolve_placeholder
 
 TYPE_CHECKING = False  # importing typing would cost more than the rest of the module
@@ -46,24 +44,24 @@ TEMPLATE = {
     },
 }
 
-# Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL.
+# Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL (compiled
+# on first use: importing `regex` costs more than the rest of this module).
 REASONING_CONTENT_OPEN = "<think>"
 REASONING_CONTENT_CLOSE = "</think>"
 # /\s*(?:<｜tool_calls_begin｜>\s*)?(?:<｜tool_sep｜>\s*)?<｜tool_call_begin｜>\s*(?:function\s*<｜tool_sep｜>\s*)?<
 # steptml:invoke name="(?P<name>[^"]+)">/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
-TOOL_CALLS_OPEN_RE = regex.compile(
-    r'(?:<｜tool_calls_begin｜>\s*)?(?:<｜tool_sep｜>\s*)?<｜tool_call_begin｜>\s*(?:function\s*<｜tool_sep｜>\s*)?<steptml:invoke name="(?P<name>[^"]+)">',
-    regex.DOTALL,
+TOOL_CALLS_OPEN_RE = LazyRegex(
+    r'(?:<｜tool_calls_begin｜>\s*)?(?:<｜tool_sep｜>\s*)?<｜tool_call_begin｜>\s*(?:function\s*<｜tool_sep｜>\s*)?<steptml:invoke name="(?P<name>[^"]+)">'
 )
 TOOL_CALLS_OPEN_RUN = frozenset(
     "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 )
-TOOL_CALLS_CLOSE_RE = regex.compile(r"</steptml:invoke>\s*<｜tool_call_end｜>", regex.DOTALL)
+TOOL_CALLS_CLOSE_RE = LazyRegex(r"</steptml:invoke>\s*<｜tool_call_end｜>")
 TOOL_CALLS_CLOSE_PREFIX = "</steptml:invoke>"  # every match starts with this
 # /\s*(?:<｜tool_calls_end｜>|<\|EOT\|>)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
-CONTENT_CLOSE_RE = regex.compile(r"(?:<｜tool_calls_end｜>|<\|EOT\|>)", regex.DOTALL)
+CONTENT_CLOSE_RE = LazyRegex(r"(?:<｜tool_calls_end｜>|<\|EOT\|>)")
 CONTENT_CLOSE_RUN = frozenset(
     "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 )
@@ -250,9 +248,9 @@ class ResponseParser(CompiledParser):
         "tool_calls": _end_tool_calls,
     }
     QUICK: ClassVar[dict] = {
-        "content": _SCAN_OUTSIDE_STARTS.search,
-        "reasoning_content": _SCAN_REASONING_CONTENT_STARTS.search,
-        "tool_calls": _SCAN_TOOL_CALLS_STARTS.search,
+        "content": _SCAN_OUTSIDE_STARTS,
+        "reasoning_content": _SCAN_REASONING_CONTENT_STARTS,
+        "tool_calls": _SCAN_TOOL_CALLS_STARTS,
     }
     FIRST: ClassVar[dict] = {
         "content": "<",

@@ -10,7 +10,7 @@ so every feed costs O(chunk + held text).
 
 from __future__ import annotations
 
-from respc.runtime.scan import run_start
+from respc.runtime.scan import LazyRegex, run_start
 from respc.runtime.tools import coerce_tool_calls, tool_params
 
 TYPE_CHECKING = False  # typing costs ~5 ms to import: keep it off a generated module's import path
@@ -43,7 +43,7 @@ class CompiledParser:
         dict
     ]  # state (field name, or IMPLICIT outside explicit regions) -> streaming scan (buf, pos)
     ENDS: ClassVar[dict]  # state -> its end-of-stream scan: (buf, pos) -> the delimiter to commit, or None
-    QUICK: ClassVar[dict]  # state -> `search` of a class of every watched delimiter's first char, or None
+    QUICK: ClassVar[dict]  # state -> pattern: a class of every watched delimiter's first char, or None
     FIRST: ClassVar[dict]  # state -> the one character QUICK's class holds, checked with `in`, or None
     TAILS: ClassVar[dict]  # state -> character sets of the trailing runs that lead-run delimiters hold
     DIRTY: ClassVar[dict]  # field name -> the `dirty` flag of its chunks
@@ -57,28 +57,48 @@ class CompiledParser:
     KEEP: ClassVar[int | None]  # consumed characters kept as pattern context; None keeps everything
 
     # state -> (scan, end, quick, first, tails, dirty): what entering a state sets, looked up once.
-    _STATES: ClassVar[dict]
+    _STATES: ClassVar[dict | None]
     # field -> (value function, join or None, repeats): what closing a region needs, looked up once.
     _FIELDS: ClassVar[dict]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        cls._STATES = None  # built by the first parser: taking a LazyRegex's `search` compiles it
+        if cls.KEEP == 0 and "feed" not in cls.__dict__:
+            cls.feed = CompiledParser._feed_without_context  # type: ignore[method-assign]
+        cls._FIELDS = {
+            name: (value, cls.JOINS.get(name), name in cls.REPEATS) for name, value in cls.VALUES.items()
+        }
+
+    @classmethod
+    def _build_states(cls) -> dict:
         cls._STATES = {
             state: (
                 scan,
                 cls.ENDS[state],
-                cls.QUICK[state],
+                None if cls.QUICK[state] is None else cls.QUICK[state].search,
                 cls.FIRST[state],
                 cls.TAILS[state],
                 cls.DIRTY.get(state, False),
             )
             for state, scan in cls.SCANS.items()
         }
-        if cls.KEEP == 0 and "feed" not in cls.__dict__:
-            cls.feed = CompiledParser._feed_without_context  # type: ignore[method-assign]
-        cls._FIELDS = {
-            name: (value, cls.JOINS.get(name), name in cls.REPEATS) for name, value in cls.VALUES.items()
-        }
+        return cls._STATES
+
+    @classmethod
+    def warm_up(cls) -> None:
+        """Compile the template's regex patterns now rather than in the first parse.
+
+        Generated modules compile `regex` patterns on first use, so that importing one stays cheap; the
+        first parse then pays for importing `regex` (~15 ms once per process). A server that would rather
+        pay it at start-up calls this once.
+        """
+        namespace = next(iter(cls.SCANS.values())).__globals__  # the generated module's globals
+        for value in list(namespace.values()):
+            if isinstance(value, LazyRegex):
+                value.compiled()
+        if cls._STATES is None:
+            cls._build_states()
 
     @staticmethod
     def defaults() -> dict:
@@ -128,7 +148,8 @@ class CompiledParser:
     def _reset(self) -> None:
         current = self.IMPLICIT
         self._current = current
-        self._scan, self._end, self._quick, self._first, self._tails, self._dirty = self._STATES[current]
+        states = self._STATES or self._build_states()
+        self._scan, self._end, self._quick, self._first, self._tails, self._dirty = states[current]
         self._captures: dict[str, str] = {}
         self._parts: list[str] = []
         self._coalesce_at = _COALESCE

@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import re
 
-import regex
-
 from respc.runtime.content import parse_json
 from respc.runtime.parser import CompiledParser
-from respc.runtime.scan import scan_literal, scan_pattern
+from respc.runtime.scan import LazyRegex, scan_literal, scan_pattern
 from respc.runtime.transform import resolve_placeholder
 
 TYPE_CHECKING = False  # importing typing would cost more than the rest of the module
@@ -42,14 +40,13 @@ TEMPLATE = {
     },
 }
 
-# Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL.
+# Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL (compiled
+# on first use: importing `regex` costs more than the rest of this module).
 THINKING_OPEN = "<|channel|>analysis<|message|>"
 THINKING_CLOSE = "<|end|>"
 CONTENT_OPEN = "<|channel|>final<|message|>"
 CONTENT_CLOSE = "<|end|>"
-TOOL_CALLS_OPEN_RE = regex.compile(
-    r"<\|channel\|>commentary to=functions\.(?P<name>\w+).*?<\|message\|>", regex.DOTALL
-)
+TOOL_CALLS_OPEN_RE = LazyRegex(r"<\|channel\|>commentary to=functions\.(?P<name>\w+).*?<\|message\|>")
 TOOL_CALLS_OPEN_PREFIX = "<|channel|>commentary to=functions."  # every match starts with this
 TOOL_CALLS_CLOSE = "<|call|>"
 START_ANCHOR_LITERALS = ("<|start|>assistant",)
@@ -244,10 +241,10 @@ class ResponseParser(CompiledParser):
         "tool_calls": _end_tool_calls,
     }
     QUICK: ClassVar[dict] = {
-        None: _SCAN_OUTSIDE_STARTS.search,
-        "thinking": _SCAN_THINKING_STARTS.search,
-        "content": _SCAN_CONTENT_STARTS.search,
-        "tool_calls": _SCAN_TOOL_CALLS_STARTS.search,
+        None: _SCAN_OUTSIDE_STARTS,
+        "thinking": _SCAN_THINKING_STARTS,
+        "content": _SCAN_CONTENT_STARTS,
+        "tool_calls": _SCAN_TOOL_CALLS_STARTS,
     }
     FIRST: ClassVar[dict] = {
         None: "<",

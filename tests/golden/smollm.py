@@ -38,7 +38,8 @@ TEMPLATE = {
     },
 }
 
-# Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL.
+# Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL (compiled
+# on first use: importing `regex` costs more than the rest of this module).
 THINKING_OPEN = "<think>"
 THINKING_CLOSE = "</think>"
 TOOL_CALLS_OPEN = "<tool_call>"
@@ -194,9 +195,9 @@ class ResponseParser(CompiledParser):
         "tool_calls": _end_tool_calls,
     }
     QUICK: ClassVar[dict] = {
-        "content": _SCAN_OUTSIDE_STARTS.search,
-        "thinking": _SCAN_THINKING_STARTS.search,
-        "tool_calls": _SCAN_TOOL_CALLS_STARTS.search,
+        "content": _SCAN_OUTSIDE_STARTS,
+        "thinking": _SCAN_THINKING_STARTS,
+        "tool_calls": _SCAN_TOOL_CALLS_STARTS,
     }
     FIRST: ClassVar[dict] = {
         "content": "<",

@@ -79,3 +79,39 @@ def test_random_texts_match_oracle(name: str) -> None:
         )
 
     check()
+
+
+@pytest.mark.parametrize("name", ["serving_qwen2", "serving_qwen3_5", "feature_zero_width_open"])
+@pytest.mark.parametrize("width", [1, 3, 7])
+def test_long_whitespace_runs_match_oracle(name: str, width: int) -> None:
+    """A `\\s*<tool_call>` state holds a trailing whitespace run, as upstream. respc sets the run's pieces
+    aside (joined in blocks of 512) instead of re-copying it per feed: runs longer than one block, ending
+    in a tool call, in text, or at the end of the stream, must give the oracle's events."""
+    template = TEMPLATES[name]
+    call = {
+        "serving_qwen2": '<tool_call>\n{"name": "f", "arguments": {"x": 1}}\n</tool_call>',
+        "serving_qwen3_5": "<tool_call>\n<function=f>\n<parameter=x>\n1\n</parameter>\n</function>\n</tool_call>",
+        "feature_zero_width_open": "</s>",
+    }[name]
+    run = " \n\t" * 700  # 2,100 characters: several blocks of pieces at every width
+    for text in (f"a{run}{call}b", f"a{run}b{run}", f"<think>x</think>{run}c{run}{call}{run}"):
+        chunks = [text[i : i + width] for i in range(0, len(text), width)]
+        ours = respc_stream(template, "", chunks)
+        assert_same(
+            ours, oracle_stream(template, "", chunks), template, f"{name} width={width} {text[:30]!r}"
+        )
+
+
+def test_held_whitespace_run_is_not_recopied_per_feed() -> None:
+    """Linear cost on a long run: while a run is held, the buffer must not grow by every chunk (it did,
+    and a 1M-character run of newlines was quadratic)."""
+    import respc
+
+    module = respc.compile_template(TEMPLATES["serving_qwen3_5"])
+    parser = module.ResponseParser("")
+    parser.feed("answer")
+    for _ in range(5_000):
+        assert parser.feed("\n\n") == []
+    assert len(parser._buf) < 16
+    *_, events = parser.finalize()
+    assert events[0] == {"type": "region_chunk", "field": "content", "text": "\n" * 10_000, "dirty": False}

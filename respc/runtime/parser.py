@@ -121,6 +121,8 @@ class CompiledParser:
         self._finalized = False
         self._fast = False  # set by feed() once the common case applies
         self._run = None  # likewise, for states whose delimiters may start with a run (`\s*<tool_call>`)
+        self._held: list[str] = []  # the `_run` path's newest pieces of a held run, not yet in _buf
+        self._held_at = _COALESCE
         self._reset()
         self.initial_events: list[dict] = []
         if prefix:
@@ -180,21 +182,27 @@ class CompiledParser:
         # up to the run and hold the run, as the oracle's pass does.
         run = self._run
         if run is not None and text and _find(text, self._first) < 0:
-            buf = self._buf
-            pos = self._pos
-            if _find(buf, self._first, pos) < 0:  # the held text, if any, is itself such a run
-                end = len(buf)
-                buf += text
-                hold = len(buf)
-                while hold > end and buf[hold - 1] in run:
-                    hold -= 1
-                if hold == end:
-                    hold = pos  # the whole chunk extends the held run
-                if hold == pos:
-                    self._buf = buf
+            held = self._held
+            # The held text, if any, is itself such a run (`held` holds its newest pieces).
+            if held or _find(self._buf, self._first, self._pos) < 0:
+                cut = len(text)
+                while cut and text[cut - 1] in run:
+                    cut -= 1
+                if not cut:
+                    # The whole chunk extends the held run. Set it aside rather than copy the held text
+                    # on every feed (quadratic in a long run); blocks as `_coalesce` makes bound memory.
+                    held.append(text)
+                    if len(held) >= self._held_at:
+                        held[-_COALESCE:] = ["".join(held[-_COALESCE:])]
+                        self._held_at = len(held) + _COALESCE
                     return []
-                routed = buf[pos:hold]
-                self._buf = buf[hold - 1 :]  # one character of context, as _trim keeps
+                routed = self._buf[self._pos :]
+                if held:
+                    routed += "".join(held)
+                    self._held = []
+                    self._held_at = _COALESCE
+                routed += text[:cut]
+                self._buf = routed[-1] + text[cut:]  # one character of context, as _trim keeps
                 self._pos = 1
                 parts = self._parts
                 parts.append(routed)
@@ -219,6 +227,8 @@ class CompiledParser:
         return self._feed_slow(text)
 
     def _feed_slow(self, text: str) -> list[dict]:
+        if self._held:
+            self._unhold()
         self._fast = False  # until this feed has finished without error
         self._run = None
         events = self._feed(text)
@@ -233,6 +243,12 @@ class CompiledParser:
             self._fast = not tails and self._pos == len(self._buf)
             self._run = tails[0] if len(tails) == 1 else None
         return events
+
+    def _unhold(self) -> None:
+        """Put the pieces of a held run that `feed` set aside back at the end of the buffer."""
+        self._buf += "".join(self._held)
+        self._held = []
+        self._held_at = _COALESCE
 
     def _feed(self, text: str) -> list[dict]:
         if self._finalized:
@@ -305,6 +321,8 @@ class CompiledParser:
         """End the stream: close what is open and return `(message, events)`."""
         if self._finalized:
             raise RuntimeError("ResponseParser already finalized")
+        if self._held:
+            self._unhold()
         self._fast = False
         self._run = None
         events: list[dict] = []

@@ -124,6 +124,22 @@ class State:
         return tuple(ordered)
 
     @property
+    def stream_literals(self) -> bool:
+        """Whether the streaming scan can use the end-of-stream alternation too: two or more watches, each
+        one literal (a literal list may still grow at the buffer edge, which the alternation cannot say).
+        Partial matches are then found from the set of the literals' proper prefixes."""
+        return len(self.watches) >= 2 and all(d.method == "literal" for d in self.watches)
+
+    @property
+    def partial_span(self) -> int:
+        """How far from the end of the buffer a partial match can start: the longest literal, less one."""
+        return max(len(lit) for d in self.watches for lit in d.literals) - 1
+
+    @property
+    def first_chars(self) -> tuple[str, ...]:
+        return tuple(sorted({lit[0] for d in self.watches for lit in d.literals}))
+
+    @property
     def end_texts(self) -> tuple[str, ...]:
         return tuple(literal for literal, _, _ in self.end_literals or ())
 
@@ -223,7 +239,7 @@ class ParserPlan:
 
     @property
     def scan_helpers(self) -> tuple[str, ...]:
-        helpers = {f"scan_{d.method}" for s in self.states for d in s.watches}
+        helpers = {f"scan_{d.method}" for s in self.states if not s.stream_literals for d in s.watches}
         if self.uses_regex:
             helpers.add("LazyRegex")
         return tuple(sorted(helpers))

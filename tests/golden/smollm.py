@@ -56,6 +56,10 @@ _END_OUTSIDE_COMMITS = {
     "<|im_end|>": (False, "content"),
     "<think>": (True, "thinking"),
 }
+# While streaming, a literal can only be partly there at the end of the buffer: as one of these.
+_SCAN_OUTSIDE_PARTIALS = frozenset(
+    literal[:k] for literal in _END_OUTSIDE_LITERALS for k in range(1, len(literal))
+)
 _SCAN_OUTSIDE_STARTS = re.compile(r"[<]")
 _SCAN_THINKING_STARTS = re.compile(r"[<]")
 _SCAN_TOOL_CALLS_STARTS = re.compile(r"[<]")
@@ -73,38 +77,20 @@ CONTENT_ARGS = {}
 def _scan_outside(buf: str, pos: int) -> tuple:
     # Outside explicit regions, in the implicit field 'content': watches open of 'thinking' '<think>', open
     # of 'tool_calls' '<tool_call>', close of 'content' '<|im_end|>'.
+    # Only literals: the leftmost complete one (longest, then first watched) from one alternation, and
+    # the leftmost partial one, which can only start in the last 10 characters.
     hold = len(buf)
-    best = None
-    # open of 'thinking'
-    found = scan_literal(buf, pos, THINKING_OPEN, False)
-    if found is not None:
-        start, end, final, match = found
-        if not final:
-            if start < hold:
-                hold = start
-        else:
-            best = (start, end, True, "thinking", match)
-    # open of 'tool_calls'
-    found = scan_literal(buf, pos, TOOL_CALLS_OPEN, False, None if best is None else best[0] + 11)
-    if found is not None:
-        start, end, final, match = found
-        if not final:
-            if start < hold:
-                hold = start
-        elif best is None or start < best[0] or (start == best[0] and end > best[1]):
-            best = (start, end, True, "tool_calls", match)
-    # close of 'content'
-    found = scan_literal(buf, pos, CONTENT_CLOSE, False, None if best is None else best[0] + 10)
-    if found is not None:
-        start, end, final, match = found
-        if not final:
-            if start < hold:
-                hold = start
-        elif best is None or start < best[0] or (start == best[0] and end > best[1]):
-            best = (start, end, False, "content", match)
-    if best is not None and best[0] < hold:
-        return best, hold
-    return None, hold
+    at = buf.find("<", max(pos, hold - 10))
+    while at >= 0:
+        if buf[at:] in _SCAN_OUTSIDE_PARTIALS:
+            hold = at
+            break
+        at = buf.find("<", at + 1)
+    match = _END_OUTSIDE_RE.search(buf, pos)
+    if match is None or match.start() >= hold:
+        return None, hold
+    is_open, field = _END_OUTSIDE_COMMITS[match.group()]
+    return (match.start(), match.end(), is_open, field, None), hold
 
 
 def _scan_thinking(buf: str, pos: int) -> tuple:

@@ -1,0 +1,115 @@
+"""Issue #3's targets as medians of paired ratios, the figures the README's targets table reports.
+
+    python -m pytest benchmarks/test_targets.py --benchmark-only --benchmark-json=.benchmarks/targets.json
+
+The side-by-side benchmarks in test_speed.py time respc, transformers and the floor one after the
+other, minutes apart; on a shared machine whose speed drifts by 30-50% from one minute to the next, a
+ratio of two such medians moves with the drift. Here every round times both sides back to back (in
+alternating order), so each ratio compares like with like, and the median over the rounds is the
+figure. pytest-benchmark's own timing of a test is the time of one whole round, and means nothing.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import pytest
+from test_speed import _floor_parse, _floor_stream, _stream
+from transformers.utils.chat_parsing import ResponseParser as OracleParser
+from transformers.utils.chat_parsing import parse_response as oracle_parse
+from workloads import SHAPES, chunks_of, response, template
+
+import respc
+
+ROUNDS = 21
+
+
+def _timed(run, repeat: int) -> float:
+    start = time.perf_counter()
+    for _ in range(repeat):
+        run()
+    return (time.perf_counter() - start) / repeat
+
+
+def _pairs(benchmark, name: str, ours, other, *, repeat: tuple[int, int], rounds: int = ROUNDS) -> None:
+    """Record `rounds` ratios other/ours, each from one back-to-back timing of both."""
+    ratios: list[float] = []
+
+    def one_round() -> None:
+        if len(ratios) % 2:
+            theirs, mine = _timed(other, repeat[1]), _timed(ours, repeat[0])
+        else:
+            mine, theirs = _timed(ours, repeat[0]), _timed(other, repeat[1])
+        ratios.append(theirs / mine)
+
+    benchmark.group = "targets: paired ratios (time of one round; see extra_info)"
+    benchmark.pedantic(one_round, rounds=rounds, iterations=1)
+    benchmark.extra_info.update(
+        workload="paired", ratio=name, ratios=ratios, median=statistics.median(ratios)
+    )
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_stream_speedup_10k(benchmark, shape: str) -> None:
+    """transformers ÷ respc, streaming 10k characters in 4-character chunks."""
+    tpl, chunks = template(shape), chunks_of(response(shape, 10_000))
+    module = respc.compile_template(tpl)
+    ours = lambda: _stream(lambda: module.ResponseParser(""), chunks)  # noqa: E731
+    theirs = lambda: _stream(lambda: OracleParser(tpl, ""), chunks)  # noqa: E731
+    assert ours() == theirs()
+    benchmark.extra_info.update(shape=shape)
+    _pairs(benchmark, "stream 10k speed-up", ours, theirs, repeat=(3, 1))
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_parse_speedup_10k(benchmark, shape: str) -> None:
+    """transformers ÷ respc, parse_response on a 10k-character message."""
+    tpl, text = template(shape), response(shape, 10_000)
+    module = respc.compile_template(tpl)
+    ours = lambda: module.parse_response(text, prefix="")  # noqa: E731
+    theirs = lambda: oracle_parse(text, tpl, prefix="")  # noqa: E731
+    assert ours() == theirs()
+    benchmark.extra_info.update(shape=shape)
+    _pairs(benchmark, "parse 10k speed-up", ours, theirs, repeat=(50, 10))
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_stream_floor_10k(benchmark, shape: str) -> None:
+    """respc ÷ floor, streaming 10k characters in 4-character chunks (the aim is within 2x)."""
+    tpl, chunks = template(shape), chunks_of(response(shape, 10_000))
+    module = respc.compile_template(tpl)
+    ours = lambda: _stream(lambda: module.ResponseParser(""), chunks)  # noqa: E731
+    benchmark.extra_info.update(shape=shape)
+    # Swapped roles: the ratio is respc's time over the floor's.
+    _pairs(benchmark, "stream 10k respc ÷ floor", lambda: _floor_stream(chunks), ours, repeat=(3, 3))
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_parse_floor_10k(benchmark, shape: str) -> None:
+    """respc ÷ floor, parse_response on a 10k-character message (the aim is within 2x)."""
+    tpl, text = template(shape), response(shape, 10_000)
+    module = respc.compile_template(tpl)
+    ours = lambda: module.parse_response(text, prefix="")  # noqa: E731
+    floor = lambda: _floor_parse(text, "<tool_call>", "</tool_call>")  # noqa: E731
+    benchmark.extra_info.update(shape=shape)
+    _pairs(benchmark, "parse 10k respc ÷ floor", floor, ours, repeat=(200, 50))
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_stream_flat_1m(benchmark, shape: str) -> None:
+    """respc's per-chunk streaming time at 1M characters ÷ at 10k (the target is at most 1.3)."""
+    tpl = template(shape)
+    small, large = chunks_of(response(shape, 10_000)), chunks_of(response(shape, 1_000_000))
+    module = respc.compile_template(tpl)
+
+    def per_chunk(chunks: list[str]):
+        return lambda: _stream(lambda: module.ResponseParser(""), chunks)
+
+    benchmark.extra_info.update(shape=shape)
+    repeat = (len(large) // len(small) // 4, 1)  # about a quarter of the large run's time on each side
+    _pairs(benchmark, "stream µs/chunk 1M ÷ 10k", per_chunk(small), per_chunk(large), repeat=repeat, rounds=7)
+    # Both sides timed whole runs: scale to per-chunk.
+    scale = len(small) / len(large)
+    ratios = [ratio * scale for ratio in benchmark.extra_info["ratios"]]
+    benchmark.extra_info.update(ratios=ratios, median=statistics.median(ratios))

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import TEMPLATES
@@ -145,3 +147,45 @@ def test_regex_module_defers_regex_to_first_use() -> None:
         "'tool_calls': [{'type': 'function', 'function': {'name': 'f', 'arguments': {'x': '1'}}}]" in lines[1]
     )
     assert lines[2:] == ["['regex']", "True"]
+
+
+def test_parser_unpickled_in_a_fresh_process_parses() -> None:
+    """Parsers can be pickled (to hand a stream to another process); the per-state table they need is
+    built on first use, and an unpickled parser has not run __init__ in its new process."""
+    import base64
+    import pickle
+
+    import respc.generated.smollm3 as smollm3
+
+    blob = base64.b64encode(pickle.dumps(smollm3.ResponseParser(""))).decode()
+    script = (
+        "import base64, pickle, sys; p = pickle.loads(base64.b64decode(sys.argv[1])); "
+        "print(p.feed('<think>x</think>y')); print(p.finalize()[0])"
+    )
+    done = subprocess.run([sys.executable, "-c", script, blob], capture_output=True, text=True, check=True)
+    expected = smollm3.ResponseParser("")
+    assert done.stdout.splitlines() == [str(expected.feed("<think>x</think>y")), str(expected.finalize()[0])]
+
+
+def test_runtime_accepts_modules_generated_before_lazy_patterns(tmp_path: Path) -> None:
+    """Modules written by `respc compile` are committed by their users: the runtime must keep running
+    the older form, whose QUICK table held each pattern's bound `search` rather than the pattern."""
+    import importlib.util
+
+    source = respc.generate_source(TEMPLATES["serving_qwen3_5"])
+    old = re.sub(r"(: _SCAN_\w+_STARTS),", r"\1.search,", source)
+    assert old != source
+    path = tmp_path / "old_style_parser.py"
+    path.write_text(old, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("old_style_parser", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    text = "<think>a</think>b\n<tool_call>\n<function=f>\n<parameter=x>\n1\n</parameter>\n</function>\n</tool_call>"
+    chunks = [text[i : i + 3] for i in range(0, len(text), 3)]
+    new = respc.compile_template(TEMPLATES["serving_qwen3_5"])
+    assert _stream_of(module, chunks) == _stream_of(new, chunks)
+
+
+def _stream_of(module: Any, chunks: list[str]) -> list:
+    parser = module.ResponseParser("")
+    return [parser.feed(chunk) for chunk in chunks] + [parser.finalize()]

@@ -76,7 +76,9 @@ class CompiledParser:
             state: (
                 scan,
                 cls.ENDS[state],
-                None if cls.QUICK[state] is None else cls.QUICK[state].search,
+                # A pattern's `search` (modules generated before respc compiled patterns lazily held
+                # the bound `search` itself: accepted as is).
+                getattr(cls.QUICK[state], "search", cls.QUICK[state]),
                 cls.FIRST[state],
                 cls.TAILS[state],
                 cls.DIRTY.get(state, False),
@@ -93,12 +95,15 @@ class CompiledParser:
         first parse then pays for importing `regex` (~15 ms once per process). A server that would rather
         pay it at start-up calls this once.
         """
-        namespace = next(iter(cls.SCANS.values())).__globals__  # the generated module's globals
-        for value in list(namespace.values()):
-            if isinstance(value, LazyRegex):
-                value.compiled()
-        if cls._STATES is None:
-            cls._build_states()
+        # The patterns the scans use live in their modules' globals (a subclass may bring its own).
+        modules = {id(f.__globals__): f.__globals__ for f in (*cls.SCANS.values(), *cls.ENDS.values())}
+        for namespace in modules.values():
+            for value in list(namespace.values()):
+                if isinstance(value, LazyRegex):
+                    value.compiled()
+        if isinstance(cls.START_ANCHOR, LazyRegex):
+            cls.START_ANCHOR.compiled()
+        cls._build_states()
 
     @staticmethod
     def defaults() -> dict:
@@ -181,7 +186,12 @@ class CompiledParser:
         # class can be pending (no watched delimiter can start in the chunk or the held text), so route
         # up to the run and hold the run, as the oracle's pass does.
         run = self._run
-        if run is not None and text and _find(text, self._first) < 0:
+        if run is not None and not text:
+            # The oracle ignores an empty (or any false) chunk and reruns its pass, which changes nothing
+            # here: the state is at rest. Answering directly keeps the empty deltas of a streaming
+            # detokenizer from sending a long held run through the slow path (rejoined, rescanned).
+            return []
+        if run is not None and _find(text, self._first) < 0:
             held = self._held
             # The held text, if any, is itself such a run (`held` holds its newest pieces).
             if held or _find(self._buf, self._first, self._pos) < 0:
@@ -483,7 +493,9 @@ class CompiledParser:
 
     def _open(self, events: list[dict] | None, name: Any, match: Any, zero_width: bool) -> None:
         self._current = name
-        self._scan, self._end, self._quick, self._first, self._tails, self._dirty = self._STATES[name]
+        # (`_STATES` may still be unbuilt in a parser unpickled in a fresh process: __init__ never ran.)
+        states = self._STATES or self._build_states()
+        self._scan, self._end, self._quick, self._first, self._tails, self._dirty = states[name]
         self._captures = (
             {} if match is None else {k: v for k, v in match.groupdict().items() if v is not None}
         )

@@ -2,7 +2,7 @@
 
     python -m pytest benchmarks/test_batch_throughput.py --benchmark-only
 
-Each round parses 2,000 short responses (about 300 characters each, as `test_batch_of_1000_short`)
+Each round parses 20,000 short responses (about 300 characters each, as `test_batch_of_1000_short`)
 through `respc.batch.parse_records`, the engine of `respc parse`: JSONL lines in, output lines out,
 in order. A round includes starting the worker pool, as a command-line run does. `extra_info` holds
 `records_per_second_per_worker` and, for 2 workers, `scaling` (the 1-worker time over the 2-worker
@@ -19,7 +19,7 @@ from workloads import response, template
 
 from respc.batch import parse_records
 
-RECORDS = 2_000
+RECORDS = 20_000
 SHAPE = "smollm"
 
 

@@ -200,6 +200,9 @@ def parse_records(
         _init_worker(source, tools, fields)
         yield from map(_parse_line, lines)
         return
+    # Compile (or load) once here: a bad template fails before any worker starts, and forked workers
+    # find the module in respc's cache instead of each running black again.
+    _module(source)
     with multiprocessing.Pool(workers, _init_worker, (source, tools, fields)) as pool:
         yield from pool.imap(_parse_line, lines, chunksize=IMAP_CHUNK)
 

@@ -186,15 +186,15 @@ class CompiledParser:
         # class can be pending (no watched delimiter can start in the chunk or the held text), so route
         # up to the run and hold the run, as the oracle's pass does.
         run = self._run
-        if run is not None and not text:
-            # The oracle ignores an empty (or any false) chunk and reruns its pass, which changes nothing
-            # here: the state is at rest. Answering directly keeps the empty deltas of a streaming
-            # detokenizer from sending a long held run through the slow path (rejoined, rescanned).
-            return []
-        if run is not None and _find(text, self._first) < 0:
+        if run is not None:
+            if not text:
+                # The oracle ignores an empty (or any false) chunk and reruns its pass, which changes
+                # nothing here: the state is at rest. Answering directly keeps the empty deltas of a
+                # streaming detokenizer from sending a held run through the slow path (rejoined, rescanned).
+                return []
             held = self._held
             # The held text, if any, is itself such a run (`held` holds its newest pieces).
-            if held or _find(self._buf, self._first, self._pos) < 0:
+            if _find(text, self._first) < 0 and (held or _find(self._buf, self._first, self._pos) < 0):
                 cut = len(text)
                 while cut and text[cut - 1] in run:
                     cut -= 1
@@ -206,12 +206,9 @@ class CompiledParser:
                         held[-_COALESCE:] = ["".join(held[-_COALESCE:])]
                         self._held_at = len(held) + _COALESCE
                     return []
-                routed = self._buf[self._pos :]
                 if held:
-                    routed += "".join(held)
-                    self._held = []
-                    self._held_at = _COALESCE
-                routed += text[:cut]
+                    self._unhold()
+                routed = self._buf[self._pos :] + text[:cut]
                 self._buf = routed[-1] + text[cut:]  # one character of context, as _trim keeps
                 self._pos = 1
                 parts = self._parts

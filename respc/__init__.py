@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 __all__ = [
     "DeltaStream",
     "DeltaStreamError",
+    "InputError",
+    "OutputError",
     "PresetNotFound",
     "ResponseParser",
     "ResponseTemplateNotFound",
@@ -54,6 +56,10 @@ def __getattr__(name: str) -> Any:
         from respc import serving
 
         return getattr(serving, name)
+    if name in ("InputError", "OutputError"):
+        from respc import _io
+
+        return getattr(_io, name)
     raise AttributeError(f"module 'respc' has no attribute {name!r}")
 
 

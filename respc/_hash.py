@@ -1,7 +1,8 @@
 """The template hash that names cached modules and heads every generated module.
 
-Kept out of `respc.compiler` (whose modules import jinja2 and black) so that loading a parser from a
-warm cache imports neither.
+Kept out of `respc.compiler` (whose modules import jinja2 and black), with the literal writer it uses
+(`respc._literal`), so that hashing any template and loading a parser from a warm cache need only the
+runtime.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def template_hash(template: Any) -> str:
     if _plain_json(template):
         canonical = json.dumps(template, ensure_ascii=True, separators=(",", ":"), allow_nan=True)
     else:
-        from respc.compiler.literal import LiteralError, py_literal  # only then is the compiler needed
+        from respc._literal import LiteralError, py_literal  # only Python-literal templates need it
 
         try:
             canonical = "py:" + py_literal(template)

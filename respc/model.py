@@ -1,4 +1,5 @@
-"""A model directory in, a parser bound to its tokenizer out: `respc.for_model(path)`.
+"""Where templates come from: a SOURCE argument (`load_source`), a model directory (`model_template`),
+and `respc.for_model(path)`, which binds a directory's parser to its tokenizer.
 
 The parser is the template's own compiled module when `tokenizer_config.json` has a `response_template`
 (compiled once, then loaded from an on-disk cache keyed by the template hash), else the shipped preset
@@ -13,8 +14,6 @@ import hashlib
 import json
 import logging
 import os
-import secrets
-import stat
 import threading
 import types
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from respc._hash import template_hash
+from respc._io import InputError, decode_json, read_json, read_stdin, read_text, write_atomic
 from respc._version import __version__
 from respc.runtime.tokenizer import (
     TokenDecoder,
@@ -38,6 +38,7 @@ __all__ = [
     "cache_dir",
     "cached_module",
     "for_model",
+    "load_source",
     "model_template",
     "template_key",
     "write_response_template",
@@ -98,15 +99,16 @@ def model_template(path: str | os.PathLike) -> tuple[Any, types.ModuleType | Non
     """The response template of a model directory and, when it is a shipped preset's, that preset's module.
 
     `tokenizer_config.json`'s `response_template` wins; a null or missing one falls back to the preset
-    for `config.json`'s `model_type`. Anything else raises `ResponseTemplateNotFound`.
+    for `config.json`'s `model_type`. Anything else raises `ResponseTemplateNotFound`; a path that is not
+    a directory, or a file in it that cannot be read, raises `respc.InputError`.
     """
     path = Path(path)
     if not path.is_dir():
-        raise NotADirectoryError(f"{path}: not a model directory")
-    template = _read_json(path / "tokenizer_config.json").get("response_template")
+        raise InputError(f"{path}: not a model directory")
+    template = read_json(path / "tokenizer_config.json", missing={}, expect=dict).get("response_template")
     if template is not None:
         return template, None
-    model_type = _read_json(path / "config.json").get("model_type")
+    model_type = read_json(path / "config.json", missing={}, expect=dict).get("model_type")
     if not isinstance(model_type, str):
         reason = "config.json gives no model_type to find a preset by"
     else:
@@ -117,6 +119,39 @@ def model_template(path: str | os.PathLike) -> tuple[Any, types.ModuleType | Non
         f"{path}: tokenizer_config.json has no response_template, and {reason}; "
         "add one with respc.model.write_response_template"
     )
+
+
+def load_source(source: str) -> tuple[Any, str]:
+    """The response template a SOURCE argument names, and the name to show for it.
+
+    SOURCE is a template `.json`, a `tokenizer_config.json` (its `response_template` key), a model
+    directory (its template, else the preset for its model type), or `-` for standard input. The shown
+    name is never an absolute path, so generated headers do not depend on where the command ran.
+    Unreadable input raises `respc.InputError`; a directory without a template `ResponseTemplateNotFound`.
+    """
+    if source == "-":
+        return _unwrap(decode_json(read_stdin(), "<stdin>"), Path("<stdin>")), "<stdin>"
+    path = Path(source)
+    if path.is_dir():
+        template, preset = model_template(path)
+        if preset is not None:
+            return template, f"{preset.__name__.rpartition('.')[2]} preset (for {path.name})"
+        config = path / "tokenizer_config.json"
+        return template, config.name if path.is_absolute() else config.as_posix()
+    name = path.name if path.is_absolute() else path.as_posix()
+    return _unwrap(decode_json(read_text(path), str(path)), path), name
+
+
+def _unwrap(data: Any, path: Path) -> Any:
+    """A tokenizer config's `response_template`, or the data itself when it is a bare template."""
+    if isinstance(data, dict) and "fields" not in data:
+        if "response_template" in data:
+            if data["response_template"] is None:
+                raise InputError(f"{path}: 'response_template' is null")
+            return data["response_template"]
+        if path.name == "tokenizer_config.json" or "tokenizer_class" in data:
+            raise InputError(f"{path}: has no 'response_template' key")
+    return data
 
 
 def _preset(model_type: str) -> tuple[types.ModuleType | None, str]:
@@ -130,23 +165,6 @@ def _preset(model_type: str) -> tuple[types.ModuleType | None, str]:
         if error.name != "respc.generated._registry":
             raise
         return None, "this respc ships no presets"
-
-
-def _read_json(path: Path) -> dict:
-    """A JSON object file, or {} when the file does not exist."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
-    except OSError as error:  # a directory, no permission...
-        raise ValueError(f"{path}: cannot read: {error.strerror or error}") from error
-    except RecursionError as error:
-        raise ValueError(f"{path}: not valid JSON: nested too deeply") from error
-    except ValueError as error:
-        raise ValueError(f"{path}: not valid JSON: {error}") from error
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a JSON object, got {type(data).__name__}")
-    return data
 
 
 def template_key(template: Any) -> str:
@@ -199,7 +217,7 @@ def _load_or_compile(template: Any, key: str, path: Path) -> types.ModuleType:
     source = generate_source(template, name="tokenizer_config.json", regenerate="respc compile MODEL_DIR")
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        _write_atomic(path, source, private=True)
+        write_atomic(path, source, private=True)
     except OSError as error:
         logger.warning("respc: cannot write the parser cache %s: %s", path, error)
     return _exec_module(source, key, str(path))
@@ -225,24 +243,6 @@ def _exec_module(source: str, key: str, filename: str) -> types.ModuleType:
     return module
 
 
-def _write_atomic(path: Path, text: str, *, private: bool = False) -> None:
-    """Write through a temporary file in the same directory, then rename over `path`.
-
-    The file keeps the permissions of the one it replaces; a new one gets the umask's (0600 if `private`).
-    """
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
-    handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if private else 0o666)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
-            stream.write(text)
-        if not private and path.exists():
-            os.chmod(temporary, stat.S_IMODE(path.stat().st_mode))
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-
-
 def write_response_template(path: str | os.PathLike, template: Any) -> Path:
     """Set `response_template` in a `tokenizer_config.json` (or a model directory's), atomically.
 
@@ -255,7 +255,7 @@ def write_response_template(path: str | os.PathLike, template: Any) -> Path:
     path = Path(path)
     if path.is_dir():
         path = path / "tokenizer_config.json"
-    config = _read_json(path)
+    config = read_json(path, missing={}, expect=dict)
     config["response_template"] = template
-    _write_atomic(path, json.dumps(config, indent=2, ensure_ascii=False) + "\n")
+    write_atomic(path, json.dumps(config, indent=2, ensure_ascii=False) + "\n")
     return path

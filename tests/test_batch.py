@@ -1,13 +1,12 @@
 """`respc parse`: one response or JSONL, presets, templates and model dirs, workers, failures kept in
-place, atomic output and exit codes. Runs `python -m respc parse` once the command is wired into the
-CLI, and `respc.batch.run_parse` in process until then."""
+place, atomic output and exit codes (through `python -m respc parse`), and the `respc.batch` library."""
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -15,8 +14,9 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, TEMPLATES
 
-import respc.cli
-from respc import batch
+import respc
+from respc.batch import ParserSource, parse_records
+from respc.cli.progress import Progress
 
 ROOT = Path(__file__).parent.parent
 SMOLLM = FIXTURES / "templates" / "smollm.json"
@@ -26,46 +26,17 @@ TOOLS = [
 ]
 
 
-def _wired() -> bool:
-    commands = [a for a in respc.cli._parser()._actions if isinstance(a, argparse._SubParsersAction)]
-    return any("parse" in action.choices for action in commands)
-
-
-WIRED = _wired()
-
-
-def run_cli(
-    argv: list[str], stdin: str = "", monkeypatch: pytest.MonkeyPatch | None = None
-) -> tuple[int, str, str]:
+def run_cli(argv: list[str], stdin: str = "") -> tuple[int, str, str]:
     """(exit code, stdout, stderr) of `respc parse ARGV`."""
-    if WIRED:
-        result = subprocess.run(
-            [sys.executable, "-m", "respc", "parse", *argv],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-        )
-        return result.returncode, result.stdout, result.stderr
-    parser = argparse.ArgumentParser(prog="respc")
-    batch.add_parse_command(parser.add_subparsers(dest="command", required=True))
-    out, err = io.StringIO(), io.StringIO()
-    monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
-    monkeypatch.setattr(sys, "stdout", out)
-    monkeypatch.setattr(sys, "stderr", err)
-    try:
-        args = parser.parse_args(["parse", *argv])
-        code = args.run(args)
-    except SystemExit as exit_:  # argparse usage errors
-        code = exit_.code
-    finally:
-        monkeypatch.undo()
-    return code, out.getvalue(), err.getvalue()
+    result = subprocess.run(
+        [sys.executable, "-m", "respc", "parse", *argv], input=stdin, capture_output=True, text=True, cwd=ROOT
+    )
+    return result.returncode, result.stdout, result.stderr
 
 
 @pytest.fixture
-def cli(monkeypatch: pytest.MonkeyPatch):
-    return lambda argv, stdin="": run_cli(argv, stdin, monkeypatch)
+def cli():
+    return run_cli
 
 
 def _response(i: int) -> str:
@@ -245,38 +216,74 @@ def test_output_is_written_atomically(cli, tmp_path: Path) -> None:
     assert sorted(os.listdir(tmp_path)) == ["in.jsonl", "out.jsonl"]  # no temporary file left behind
 
 
-def test_progress_is_a_bar_on_a_terminal_and_a_count_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_progress_is_a_bar_on_a_terminal_and_a_count_otherwise() -> None:
     err = io.StringIO()
-    monkeypatch.setattr(sys, "stderr", err)
-    monkeypatch.setattr(batch, "COUNT_EVERY", 2)
-    progress = batch._Progress(5)
+    progress = Progress(5, every=2, stream=err)
     for _ in range(5):
         progress.step()
     progress.end()
     assert err.getvalue() == "respc: 2 records\nrespc: 4 records\n"
-    err.truncate(0)
-    err.seek(0)
-    monkeypatch.setattr(err, "isatty", lambda: True, raising=False)
-    progress = batch._Progress(batch.PROGRESS_MIN_RECORDS)
-    for _ in range(batch.PROGRESS_MIN_RECORDS):
+    terminal = io.StringIO()
+    terminal.isatty = lambda: True  # type: ignore[method-assign]
+    progress = Progress(1000, stream=terminal)
+    for _ in range(1000):
         progress.step()
+    assert f"\rrespc: [{'#' * 30}] 1000/1000" in terminal.getvalue()
     progress.end()
-    assert (
-        f"\rrespc: [{'#' * 30}] {batch.PROGRESS_MIN_RECORDS}/{batch.PROGRESS_MIN_RECORDS}" in err.getvalue()
-    )
+    assert terminal.getvalue().endswith("\r" + " " * 80 + "\r")  # the bar's line is left clean
 
 
 def test_parse_records_in_order_for_any_workers() -> None:
     lines = [json.dumps({"id": i, "response": _response(i)}) for i in range(200)]
-    one = list(batch.parse_records(lines, ("template", TEMPLATES["smollm"]), tools=TOOLS))
-    two = list(batch.parse_records(lines, ("template", TEMPLATES["smollm"]), tools=TOOLS, workers=2))
+    source = ParserSource(template=TEMPLATES["smollm"])
+    one = list(parse_records(lines, source, tools=TOOLS))
+    two = list(parse_records(lines, source, tools=TOOLS, workers=2))
     assert one == two and [json.loads(line)["id"] for line, _ in one] == list(range(200))
     assert not any(failed for _, failed in one)
 
 
-@pytest.mark.skipif(not WIRED, reason="`respc parse` is not wired into respc.cli yet")
+@pytest.mark.parametrize("workers", [1, 2])
+def test_interleaved_runs_each_keep_their_own_parser(workers: int) -> None:
+    """Two runs in one process, advanced in turn, each parse with their own template (a process-wide
+    parser once made the second run's template win for both)."""
+    lines = [json.dumps({"id": i, "response": "<think>t</think>Hi<|im_end|>"}) for i in range(600)]
+    smollm = parse_records(lines, ParserSource(template=TEMPLATES["smollm"]), workers=workers)
+    qwen = parse_records(lines, ParserSource(preset="qwen3"), workers=workers)
+    for (ours, _), (theirs, _) in zip(smollm, qwen):
+        assert json.loads(ours)["message"] == {"role": "assistant", "thinking": "t", "content": "Hi"}
+        assert json.loads(theirs)["message"] == {
+            "role": "assistant",
+            "reasoning_content": "t",
+            "content": "Hi",
+        }
+
+
 def test_the_command_line_entry_point() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "respc", "parse", "--help"], capture_output=True, text=True
     )
     assert result.returncode == 0 and "--workers" in result.stdout
+
+
+def test_output_keeps_the_mode_of_the_file_it_replaces_and_gets_the_umask_when_new(
+    cli, tmp_path: Path
+) -> None:
+    source = _write_jsonl(tmp_path / "in.jsonl", [{"id": 1, "response": "x"}])
+    fresh = tmp_path / "fresh.jsonl"
+    assert cli(["--template", str(SMOLLM), str(source), "-o", str(fresh)])[0] == 0
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o666 & ~umask  # not mkstemp's 0600
+    fresh.chmod(0o640)
+    assert cli(["--template", str(SMOLLM), str(source), "-o", str(fresh)])[0] == 0
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o640
+
+
+def test_output_never_replaces_a_fifo(cli, tmp_path: Path) -> None:
+    source = _write_jsonl(tmp_path / "in.jsonl", [{"id": 1, "response": "x"}])
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    code, _, err = cli(["--template", str(SMOLLM), str(source), "-o", str(fifo)])
+    assert code == 2 and err == f"respc: error: {fifo}: cannot write: exists and is not a regular file\n"
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+    assert sorted(os.listdir(tmp_path)) == ["in.jsonl", "pipe"]

@@ -144,7 +144,7 @@ def test_explain_prints_the_plan(config_dir: Path) -> None:
 def test_write_is_atomic_when_the_rename_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
-    from respc.cli import write_atomic
+    from respc._io import write_atomic
 
     target = tmp_path / "parser.py"
     target.write_text("old")
@@ -223,3 +223,42 @@ def test_presets_lists_every_preset_in_a_readable_table() -> None:
     assert lines[0].split()[:2] == ["preset", "families"]
     assert [line.split()[0] for line in lines[1:]] == respc.presets()
     assert max(map(len, lines)) <= 140
+
+
+def test_regen_readme_errors_name_the_readme_in_one_line(tmp_path: Path) -> None:
+    missing = run("regen", "--check", "--readme", str(tmp_path / "NOPE.md"))
+    assert (missing.returncode, missing.stderr) == (
+        2,
+        f"respc: error: {tmp_path / 'NOPE.md'}: no such file\n",
+    )
+    bare = tmp_path / "BARE.md"
+    bare.write_text("# no table here\n", encoding="utf-8")
+    unmarked = run("regen", "--check", "--readme", str(bare))
+    assert unmarked.returncode == 2 and unmarked.stderr.count("\n") == 1
+    assert unmarked.stderr.startswith(f"respc: error: {bare}: no <!-- preset-table:start -->")
+    assert "respc/presets" not in unmarked.stderr
+    assert run("regen", "--check", "--readme", "README.md").returncode == 0
+
+
+def test_regen_rewrites_the_readme_atomically(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import stat
+
+    from respc.compiler.regen import PRESET_TABLE_END, PRESET_TABLE_START, preset_table, update_readme
+
+    readme = tmp_path / "README.md"
+    stale = f"intro\n{PRESET_TABLE_START}\nold table\n{PRESET_TABLE_END}\noutro\n"
+    readme.write_text(stale, encoding="utf-8")
+    readme.chmod(0o640)
+    assert update_readme(readme, check=True) and readme.read_text(encoding="utf-8") == stale
+    monkeypatch.setattr(os, "replace", lambda *args: (_ for _ in ()).throw(OSError(28, "No space left")))
+    with pytest.raises(OSError, match="No space left"):
+        update_readme(readme)
+    assert readme.read_text(encoding="utf-8") == stale and os.listdir(tmp_path) == ["README.md"]
+    monkeypatch.undo()
+    assert update_readme(readme)
+    assert readme.read_text(encoding="utf-8") == (
+        f"intro\n{PRESET_TABLE_START}\n{preset_table()}{PRESET_TABLE_END}\noutro\n"
+    )
+    assert stat.S_IMODE(readme.stat().st_mode) == 0o640
+    assert not update_readme(readme)

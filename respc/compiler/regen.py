@@ -7,18 +7,18 @@ missing and orphaned files without writing anything.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from respc._io import InputError, read_json, read_text, write_atomic
+from respc._literal import py_literal
 from respc.compiler import generate_source
 from respc.compiler.format import format_source
-from respc.compiler.literal import py_literal
 from respc.compiler.spec import TemplateError
 
-__all__ = ["PACKAGE", "Drift", "expected_outputs", "regen"]
+__all__ = ["PACKAGE", "Drift", "expected_outputs", "preset_table", "regen", "update_readme"]
 
 PACKAGE = Path(__file__).resolve().parent.parent
 INDEX_KEYS = ("families", "model_types", "repo_ids", "special_tokens", "prefill", "confirmed", "notes")
@@ -32,12 +32,15 @@ class Drift:
 
 
 def _load_json(path: Path) -> Any:
+    """A shipped JSON file, named in errors by its path inside the package."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise TemplateError(
-            f"{path.name}: invalid JSON at line {error.lineno} column {error.colno}: {error.msg}"
-        ) from None
+        return read_json(path)
+    except InputError as error:
+        raise InputError(str(error).replace(str(path), _shown(path), 1)) from None
+
+
+def _shown(path: Path) -> str:
+    return path.relative_to(PACKAGE.parent).as_posix() if path.is_relative_to(PACKAGE.parent) else str(path)
 
 
 def _index(presets: Path, names: list[str]) -> dict[str, Any]:
@@ -45,13 +48,13 @@ def _index(presets: Path, names: list[str]) -> dict[str, Any]:
     entries = {name: entry for name, entry in index.items() if not name.startswith("_")}
     for name in names:
         if name not in entries:
-            raise TemplateError(f"index.json: no entry for preset '{name}'")
+            raise InputError(f"{_shown(presets / 'index.json')}: no entry for preset '{name}'")
         missing = [key for key in INDEX_KEYS if key not in entries[name]]
         if missing:
-            raise TemplateError(f"index.json: preset '{name}' lacks {missing}")
+            raise InputError(f"{_shown(presets / 'index.json')}: preset '{name}' lacks {missing}")
     unknown = sorted(set(entries) - set(names))
     if unknown:
-        raise TemplateError(f"index.json: entries without a template: {unknown}")
+        raise InputError(f"{_shown(presets / 'index.json')}: entries without a template: {unknown}")
     return {name: {key: entries[name][key] for key in INDEX_KEYS} for name in sorted(names)} | {
         "_not_expressible": index.get("_not_expressible", {})
     }
@@ -68,13 +71,18 @@ def _registry_source(index: dict[str, Any]) -> str:
     return format_source(text)
 
 
+def preset_names(package: Path = PACKAGE) -> list[str]:
+    """The shipped presets: every `presets/<name>.json` but the index."""
+    return sorted(p.stem for p in (package / "presets").glob("*.json") if p.name != "index.json")
+
+
 def expected_outputs(
     package: Path = PACKAGE, progress: Callable[[str], None] | None = None
 ) -> dict[Path, str]:
     """Every file `generated/` should hold, by path, rendered in memory."""
     presets = package / "presets"
     generated = package / "generated"
-    names = sorted(p.stem for p in presets.glob("*.json") if p.name != "index.json")
+    names = preset_names(package)
     outputs: dict[Path, str] = {}
     for name in names:
         if progress:
@@ -85,16 +93,23 @@ def expected_outputs(
                 template, name=f"respc/presets/{name}.json", regenerate="respc regen"
             )
         except TemplateError as error:
-            raise TemplateError(f"{name}.json: {error}") from error
+            raise TemplateError(f"{_shown(presets / f'{name}.json')}: {error}") from error
     outputs[generated / "_registry.py"] = _registry_source(_index(presets, names))
     return outputs
 
 
-def regen(check: bool, package: Path = PACKAGE, progress: Callable[[str], None] | None = None) -> list[Drift]:
-    """Rebuild `generated/` (or, with `check`, only compare); returns what differed."""
-    from respc.cli import write_atomic
+def regen(
+    check: bool,
+    package: Path = PACKAGE,
+    progress: Callable[[str], None] | None = None,
+    outputs: dict[Path, str] | None = None,
+) -> list[Drift]:
+    """Rebuild `generated/` (or, with `check`, only compare); returns what differed.
 
-    outputs = expected_outputs(package, progress)
+    `outputs` are the files `expected_outputs` rendered, when the caller has them already.
+    """
+    if outputs is None:
+        outputs = expected_outputs(package, progress)
     generated = package / "generated"
     drift = []
     for path, text in outputs.items():
@@ -142,12 +157,12 @@ def _cell(text: str) -> str:
 
 
 def update_readme(readme: Path, package: Path = PACKAGE, check: bool = False) -> bool:
-    """Replace the preset table between its markers in `readme`; returns whether it changed."""
-    text = readme.read_text(encoding="utf-8")
+    """Replace the preset table between its markers in `readme` (atomically); returns whether it changed."""
+    text = read_text(readme)
     start, end = text.find(PRESET_TABLE_START), text.find(PRESET_TABLE_END)
     if start < 0 or end < start:
-        raise TemplateError(f"{readme.name}: no {PRESET_TABLE_START} ... {PRESET_TABLE_END} section")
+        raise InputError(f"{readme}: no {PRESET_TABLE_START} ... {PRESET_TABLE_END} section to update")
     fresh = text[: start + len(PRESET_TABLE_START)] + "\n" + preset_table(package) + text[end:]
     if fresh != text and not check:
-        readme.write_text(fresh, encoding="utf-8")
+        write_atomic(readme, fresh)
     return fresh != text

@@ -1,0 +1,71 @@
+"""The `respc` command: argument parsing, dispatch to one module per command, and error reporting.
+
+Exit codes: 0 success, 1 `--check` found a difference or some input failed to parse, 2 usage error,
+unreadable input or invalid template. Errors are one line naming the file (and the template's field and
+key); `-v` adds the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+import warnings
+from typing import Any
+
+from respc._io import InputError, OutputError
+from respc._version import __version__
+from respc.cli import compile as compile_command
+from respc.cli import explain, parse, presets, regen
+from respc.cli.errors import UsageError
+from respc.model import ResponseTemplateNotFound
+from respc.registry import PresetNotFound
+
+__all__ = ["build_parser", "main"]
+
+COMMANDS = (compile_command, explain, presets, regen, parse)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the `respc` command and its subcommands."""
+    parser = argparse.ArgumentParser(prog="respc", description="Compile Hugging Face response templates.")
+    parser.add_argument("--version", action="version", version=f"respc {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="show the traceback of an error")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command in COMMANDS:
+        command.register(commands)
+    return parser
+
+
+def _show_warning(message: Warning | str, category: type, filename: str, lineno: int, *rest: Any) -> None:
+    print(f"respc: warning: {message}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the `respc` command; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    with warnings.catch_warnings():  # restores the caller's warning display when main() returns
+        warnings.showwarning = _show_warning
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        return args.run(args)
+    except BrokenPipeError:  # `respc presets | head`: the reader left; end quietly, as Python's docs advise
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except (UsageError, InputError, OutputError, ResponseTemplateNotFound, PresetNotFound) as error:
+        return _fail(args, str(error))
+    except ImportError as error:
+        return _fail(
+            args, f"{error.name or error}: install the compiler extra: pip install 'respc[compiler]'"
+        )
+
+
+def _fail(args: argparse.Namespace, message: str) -> int:
+    if args.verbose:
+        traceback.print_exc()
+    print(f"respc: error: {message.splitlines()[0] if message else 'failed'}", file=sys.stderr)
+    return 2

@@ -1,0 +1,49 @@
+"""`respc regen [--check] [--readme FILE]`: rebuild respc/generated/ from respc/presets/."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from respc.cli.errors import UsageError
+from respc.cli.progress import Progress
+
+__all__ = ["register", "run"]
+
+
+def register(commands: Any) -> None:
+    """Add `regen` to the `respc` subcommands."""
+    command = commands.add_parser("regen", help="rebuild respc/generated/ from respc/presets/")
+    command.add_argument("--check", action="store_true", help="write nothing; exit 1 if anything is stale")
+    command.add_argument("--readme", metavar="README", help="also refresh the preset table in this README")
+    command.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from respc.compiler import TemplateError
+    from respc.compiler.regen import PACKAGE, expected_outputs, preset_names, regen, update_readme
+
+    readme = Path(args.readme) if args.readme else None
+    if readme is not None:
+        update_readme(readme, check=True)  # an unreadable README, or one without markers, stops us here
+    progress = Progress(len(preset_names()), unit="presets", minimum=1, every=0)
+    try:
+        outputs = expected_outputs(progress=lambda name: progress.step(f"compiling {name}"))
+        drift = regen(check=args.check, outputs=outputs)
+    except TemplateError as error:
+        raise UsageError(str(error)) from error
+    finally:
+        progress.end()
+    readme_stale = update_readme(readme, check=args.check) if readme is not None else False
+    done = {"stale": "rewritten", "missing": "written", "orphaned": "removed"}
+    for item in drift:
+        state = item.kind if args.check else f"{item.kind} ({done[item.kind]})"
+        print(f"respc: {item.path.relative_to(PACKAGE.parent)}: {state}", file=sys.stderr)
+    if readme_stale:
+        print(f"respc: {readme}: preset table {'stale' if args.check else 'rewritten'}", file=sys.stderr)
+    if args.check:
+        return 1 if drift or readme_stale else 0
+    print(f"respc: generated/ is up to date ({len(drift)} file(s) changed)", file=sys.stderr)
+    return 0

@@ -17,8 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import respc
-from respc.serving import REASONING_FIELDS, DeltaStream, DeltaStreamError, template_of
-from respc.tool_args import call_parts, same_value, shape_of
+from respc.serving import REASONING_FIELDS, DeltaStream, DeltaStreamError
+from respc.serving.deltas import template_of
+from respc.serving.tool_args import call_parts, same_value, shape_of
 
 ROOT = Path(__file__).parent.parent
 EXAMPLES = int(os.environ.get("RESPC_HYPOTHESIS_EXAMPLES", "60"))

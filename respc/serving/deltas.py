@@ -32,7 +32,8 @@ final message cannot contradict; its invariants and the policies where it cannot
   fragments already sent, or any other parser error raises `DeltaStreamError` from the `feed` or
   `finish` that found it. Its `deltas` hold everything produced up to the failure and not yet returned
   (events the parser lost in a failing `feed` are recovered by replaying the input, one character at a
-  time, on a copy of the parser taken at the start), so no content or reasoning already generated is
+  time, on a new parser from the parser's `restart()`, or on a copy taken at the start for parsers
+  without one), so no content or reasoning already generated is
   lost; `reason` is "malformed" (the parser rejected a call at its close delimiter), "cut_off" (the
   stream ended inside a call), "mismatch" or "parser" (an error outside tool calls), `index` names the
   call when it was announced, and `raw` holds its body as far as it was seen. The stream is then over:
@@ -48,7 +49,7 @@ from collections.abc import Callable
 from typing import Any
 
 from respc.runtime.tools import tool_params
-from respc.tool_args import Stripper, ToolRegion, call_parts, same_value, shape_of
+from respc.serving.tool_args import Stripper, ToolRegion, call_parts, same_value, shape_of
 
 __all__ = ["REASONING_FIELDS", "DeltaStream", "DeltaStreamError", "template_of"]
 
@@ -76,17 +77,20 @@ class _Mismatch(Exception):
 
 
 def template_of(parser: Any) -> dict | None:
-    """The `TEMPLATE` of the generated module that defines `parser`'s class, or None."""
-    for klass in type(parser).__mro__:
-        for attr in vars(klass).values():
-            namespace = getattr(getattr(attr, "__func__", attr), "__globals__", None)
-            if (
-                namespace
-                and namespace.get("ResponseParser") is klass
-                and isinstance(namespace.get("TEMPLATE"), dict)
-            ):
-                return namespace["TEMPLATE"]
-    return None
+    """The response template a respc parser was compiled from (its class's `TEMPLATE`), or None."""
+    template = getattr(type(parser), "TEMPLATE", None)
+    return template if isinstance(template, dict) else None
+
+
+# transformers' own ResponseParser offers no public accessors; DeltaStream reads these of its attributes
+# (the same in 5.23 and 5.24), and of respc parsers only the public `current_field` and `tool_parameters`.
+_FOREIGN = {"current_field": "_current", "tool_parameters": "_tool_params"}
+
+
+def _read(parser: Any, name: str) -> Any:
+    if hasattr(parser, name):
+        return getattr(parser, name)
+    return getattr(parser, _FOREIGN[name], None)
 
 
 def _new_id() -> str:
@@ -180,10 +184,7 @@ class DeltaStream:
                 self._texts[name] = _TextField(key, spec, defaults.get(name) if spec.get("join") else None)
         spec = template["fields"].get("tool_calls")
         self._shape = shape_of(spec) if isinstance(spec, dict) else None
-        if tools is not None:
-            self._params = tool_params(tools)
-        else:
-            self._params = getattr(parser, "_tools", None) or getattr(parser, "_tool_params", None) or {}
+        self._params = tool_params(tools) if tools is not None else _read(parser, "tool_parameters") or {}
         self._new_id = new_id
         self._fed = ""  # everything fed so far
         self._floor = 0  # where in it the parser has certainly consumed up to (a lower bound)
@@ -192,10 +193,15 @@ class DeltaStream:
         self._deltas: list[dict] = []
         self._mismatch: _Mismatch | None = None  # the first call found to contradict what was sent
         self._state = "live"
-        try:
-            self._pristine = copy.deepcopy(parser)
-        except Exception:  # a parser that cannot be copied only loses the replay after a failure
-            self._pristine = None
+        # A parser as it was before any feed, for the replay after a failure: respc parsers make a new one
+        # (`restart`); of others (transformers' own) a deep copy is taken now.
+        self._restart: Callable[[], Any] | None = getattr(parser, "restart", None)
+        if self._restart is None:
+            try:
+                pristine = copy.deepcopy(parser)
+                self._restart = lambda: copy.deepcopy(pristine)
+            except Exception:  # a parser that cannot be copied only loses the replay after a failure
+                pass
         self._run(parser.initial_events, eos=False)
 
     # -- public --------------------------------------------------------------------------------------
@@ -391,9 +397,9 @@ class DeltaStream:
 
     def _replay(self, text: str) -> None:
         """Recover the events the parser lost in the failing `feed` (quirk Q6), one character at a time."""
-        if self._pristine is None:
+        if self._restart is None:
             return
-        clone = copy.deepcopy(self._pristine)
+        clone = self._restart()
         try:
             clone.feed(self._fed)
             for char in text:
@@ -406,7 +412,7 @@ class DeltaStream:
     def _failure(self, error: Exception, eos: bool) -> DeltaStreamError:
         self._state = "failed"
         region = self._region
-        in_call = region is not None or (eos and getattr(self.parser, "_current", None) == "tool_calls")
+        in_call = region is not None or (eos and _read(self.parser, "current_field") == "tool_calls")
         announced = [self._items[item] for item in sorted(self._items)] if region is not None else []
         index = announced[-1] if announced else None
         first_line = str(error).splitlines()[0] if str(error) else type(error).__name__

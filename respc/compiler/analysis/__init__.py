@@ -1,0 +1,28 @@
+"""What the compiler knows about a regex delimiter before it writes a scan for it, one concern a module.
+
+* `syntax`: the subset of syntax on which Python's regex parser and the `regex` module agree, and
+  Python's parse tree of a pattern; every analysis reads only that subset (anything else: unknown);
+* `starts`: the characters every match starts with (the skip-scan fast path) and a literal prefix
+  every match starts with (end-of-stream scans `str.find` it first);
+* `empty`: whether a pattern can match the empty string, and whether two can at one position (a
+  field whose open and close both can there hangs transformers: quirk Q5);
+* `lead`: `\\s*X`-style patterns, searched as `X` with a walk back over the run;
+* `backtracking`: shapes that may backtrack exponentially (a warning, not an error).
+
+Each answer errs on the safe side for its use: an unknown first character disables the fast path,
+an unsure empty match refuses the template, an unsure lead split keeps the plain search.
+"""
+
+from respc.compiler.analysis.backtracking import backtracking_risk
+from respc.compiler.analysis.empty import empty_together, may_match_empty
+from respc.compiler.analysis.lead import split_lead
+from respc.compiler.analysis.starts import first_chars, literal_prefix
+
+__all__ = [
+    "backtracking_risk",
+    "empty_together",
+    "first_chars",
+    "literal_prefix",
+    "may_match_empty",
+    "split_lead",
+]

@@ -1,0 +1,104 @@
+"""Whether a regex can match the empty string, and whether two can at one position.
+
+transformers' parser loops forever when a field's open and close both match empty at one position
+(quirk Q5); the compiler refuses such a template. A pair that can each match empty but never at the
+same place (`(?=z)` and `$`) parses every text, and is accepted.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import regex
+
+from respc.compiler.analysis.starts import END, first_chars_of, item_kind, overlap
+from respc.compiler.analysis.syntax import is_plain, neutralise_escapes, parse
+
+__all__ = ["empty_together", "may_match_empty"]
+
+_EMPTY_PROBES = ("", "a", " ", "\n", "<", "0", "x y\nz", "@#!", "é思🙂", "A_1-")
+_CAN_BE_EMPTY = re.compile(r"[*?]|\{0|\{,|\(\?[=!<]|[\^$]|\(\||\|\)|\|\||^\||\|$")  # with escapes neutralised
+_ZERO_WIDTH_ESCAPE = re.compile(r"\\[bBAZzGKmM]")
+_ANYWHERE = "anywhere"  # an empty match whose position nothing in the analysis restricts
+_NEVER = "never"  # the pattern cannot match the empty string
+
+
+def may_match_empty(pattern: str) -> bool:
+    """Whether the pattern can match the empty string somewhere (true when unsure)."""
+    compiled = regex.compile(pattern, regex.DOTALL)
+    for probe in _EMPTY_PROBES:
+        for start in range(len(probe) + 1):
+            match = compiled.search(probe, start)
+            if match is not None and match.start() == match.end():
+                return True
+    if is_plain(pattern):
+        try:
+            return parse(pattern).getwidth()[0] == 0
+        except Exception:
+            pass
+    # Syntax Python's parser reads differently (POSIX classes, \p{..}, fuzzy matching...): empty unless
+    # nothing in the pattern can match without consuming a character.
+    return bool(_CAN_BE_EMPTY.search(neutralise_escapes(pattern)) or _ZERO_WIDTH_ESCAPE.search(pattern))
+
+
+def _empty_where(items: Any) -> Any:
+    """Where `items` can match the empty string, over-approximated by what must follow that position: a
+    frozenset of ("char", c), ("class", item) and END, or _ANYWHERE, or _NEVER. All items of an empty
+    match sit at one position, so any one item's restriction holds for the whole sequence."""
+    where: Any = _ANYWHERE
+    for op, av in items:
+        found = _empty_item(str(op), av)
+        if found is _NEVER:
+            return _NEVER
+        if where is _ANYWHERE:
+            where = found
+    return where
+
+
+def _empty_item(op: str, av: Any) -> Any:
+    if op in ("LITERAL", "NOT_LITERAL", "IN", "ANY"):
+        return _NEVER
+    if op == "AT":
+        at = str(av)
+        if at == "AT_END":  # `$`: at the end, or before a newline that ends the text
+            return frozenset({END, ("char", "\n")})
+        if at == "AT_END_STRING":
+            return frozenset({END})
+        return _ANYWHERE
+    if op == "ASSERT" and av[0] == 1:  # a lookahead: the next character starts its match
+        first = first_chars_of(av[1])
+        return _ANYWHERE if first is None else frozenset(item_kind(item) for item in first)
+    if op == "SUBPATTERN":
+        return _ANYWHERE if av[1] or av[2] else _empty_where(av[3])
+    if op == "ATOMIC_GROUP":
+        return _empty_where(av)
+    if op == "BRANCH":
+        found: set = set()
+        for branch in av[1]:
+            where = _empty_where(branch)
+            if where is _ANYWHERE:
+                return _ANYWHERE
+            if where is not _NEVER:
+                found |= where
+        return frozenset(found) if found else _NEVER
+    if op in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+        return _ANYWHERE if av[0] == 0 else _empty_where(av[2])
+    return _ANYWHERE  # lookbehinds, negative lookarounds, boundaries, group references...
+
+
+def empty_together(first: str, second: str) -> bool:
+    """Whether two patterns may both match the empty string at one position (true when unsure)."""
+    if not (may_match_empty(first) and may_match_empty(second)):
+        return False
+    if not (is_plain(first) and is_plain(second)):
+        return True
+    try:
+        where = [_empty_where(parse(p)) for p in (first, second)]
+    except Exception:
+        return True
+    if _NEVER in where:  # Python's parser proves what the probes could not
+        return False
+    if _ANYWHERE in where:
+        return True
+    return overlap(*where)

@@ -1,0 +1,51 @@
+"""Lead-run delimiters: a run of one character class, then the rest (`\\s*<tool_call>`).
+
+A match of such a pattern is a maximal run of the class ending where the rest matches, so the parser
+can search for the rest (which the `regex` module finds by its literal start) and walk back over the
+run, instead of trying the run at every position.
+"""
+
+from __future__ import annotations
+
+import regex
+
+from respc.compiler.analysis.starts import first_chars
+from respc.compiler.analysis.syntax import is_plain, parse
+from respc.runtime.scan import RUN_CLASSES
+
+__all__ = ["LEADS", "split_lead"]
+
+# (pattern prefix, regex class of one run character): the leading runs many delimiters start with.
+LEADS = ((r"\s*", r"\s"), (r"\n*", r"\n"), (r"[ \t]*", r"[ \t]"), (" *", " "))
+assert {run_class for _, run_class in LEADS} == set(RUN_CLASSES)
+
+
+def split_lead(pattern: str) -> tuple[str, str] | None:
+    """`(run class, rest)` when `pattern` is a run of one character class followed by `rest`.
+
+    That only holds when `rest` cannot start with a run character, which is checked on its literal first
+    characters, and when the run is not the start of one branch of a top-level alternation.
+    """
+    for prefix, run_class in LEADS:
+        if not pattern.startswith(prefix) or len(pattern) == len(prefix):
+            continue
+        rest = pattern[len(prefix) :]
+        if rest[0] in "*+?{" or not is_plain(pattern):
+            return None
+        try:
+            items = parse(pattern)
+        except Exception:
+            return None
+        if len(items) < 2 or str(items[0][0]) != "MAX_REPEAT":
+            return None  # a top-level alternation: the run belongs to its first branch only
+        first = first_chars(rest)
+        # Only single characters (possibly escaped; `\\d`-style categories are not) can be checked here.
+        if not first or not all(
+            len(item) == 1 or (len(item) == 2 and not item[1].isalnum()) for item in first
+        ):
+            return None
+        run = regex.compile(run_class)
+        if any(run.fullmatch(item[-1]) for item in first):
+            return None
+        return run_class, rest
+    return None

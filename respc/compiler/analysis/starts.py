@@ -1,0 +1,145 @@
+"""The characters a regex delimiter's matches start with, and the literal text they all start with.
+
+If no character of a chunk can start a watched delimiter and nothing is held, the oracle's pass just
+routes the chunk; the generated parser then skips scanning. That is only sound when the set truly covers
+every match (and every partial match), so a pattern outside the shared syntax (Unicode properties, POSIX
+or nested sets, fuzzy matching, inline flags, assertions, `.`) gets no set and its state always scans.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import regex
+
+from respc.compiler.analysis.syntax import is_plain, parse
+
+__all__ = ["Unknown", "first_chars", "first_chars_of", "item_kind", "literal_prefix", "overlap", "sequence"]
+
+_CATEGORIES = {
+    "CATEGORY_DIGIT": r"\d",
+    "CATEGORY_NOT_DIGIT": r"\D",
+    "CATEGORY_SPACE": r"\s",
+    "CATEGORY_NOT_SPACE": r"\S",
+    "CATEGORY_WORD": r"\w",
+    "CATEGORY_NOT_WORD": r"\W",
+}
+END = ("end",)  # the end of the text, in the position sets of `respc.compiler.analysis.empty`
+
+
+class Unknown(Exception):
+    """The pattern may start with any character, or uses syntax outside the analysed subset."""
+
+
+def sequence(items: Any) -> tuple[set[str], bool]:
+    """Class items that any match of `items` starts with, and whether `items` can match empty."""
+    found: set[str] = set()
+    for op, av in items:
+        first, nullable = _item(str(op), av)
+        found |= first
+        if not nullable:
+            return found, False
+    return found, True
+
+
+def _class_item(kind: str, value: Any) -> str:
+    if kind == "LITERAL":
+        return regex.escape(chr(value))
+    if kind == "RANGE":
+        return regex.escape(chr(value[0])) + "-" + regex.escape(chr(value[1]))
+    if kind == "CATEGORY" and str(value) in _CATEGORIES:
+        return _CATEGORIES[str(value)]
+    raise Unknown  # NEGATE and anything else
+
+
+def _item(op: str, av: Any) -> tuple[set[str], bool]:
+    if op == "LITERAL":
+        return {regex.escape(chr(av))}, False
+    if op == "IN":
+        return {_class_item(str(kind), value) for kind, value in av}, False
+    if op == "SUBPATTERN":
+        if av[1] or av[2]:  # inline flags such as (?i:...)
+            raise Unknown
+        return sequence(av[3])
+    if op == "ATOMIC_GROUP":
+        return sequence(av)
+    if op == "BRANCH":
+        found, nullable = set(), False
+        for branch in av[1]:
+            first, empty = sequence(branch)
+            found |= first
+            nullable = nullable or empty
+        return found, nullable
+    if op in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+        first, nullable = sequence(av[2])
+        return first, nullable or av[0] == 0
+    raise Unknown  # ANY, NOT_LITERAL, AT, ASSERT, GROUPREF...
+
+
+def first_chars(pattern: str) -> set[str] | None:
+    """Regex class items covering the first character of every match and partial match, if known."""
+    if not is_plain(pattern):
+        return None
+    try:
+        first, nullable = sequence(parse(pattern))
+    except (Unknown, re.error, RecursionError, OverflowError, ValueError):
+        return None
+    return None if nullable else first
+
+
+def first_chars_of(items: Any) -> set[str] | None:
+    """`first_chars` of an already parsed pattern."""
+    try:
+        first, nullable = sequence(items)
+    except (Unknown, RecursionError):
+        return None
+    return None if nullable else first
+
+
+def literal_prefix(pattern: str) -> str:
+    """The literal text every match of `pattern` starts with ("" when unknown).
+
+    An end-of-stream scan finds it with `str.find` before running the regex: no match can start before
+    its first occurrence, and none at all if it does not occur.
+    """
+    if not is_plain(pattern):
+        return ""
+    try:
+        items = parse(pattern)
+    except Exception:
+        return ""
+    prefix = []
+    for op, av in items:
+        if str(op) != "LITERAL":
+            break
+        prefix.append(chr(av))
+    return "".join(prefix)
+
+
+def item_kind(item: str) -> tuple[str, str]:
+    """A class item from `first_chars`: ("char", c) for one (possibly escaped) character, else
+    ("class", item) for a range or category."""
+    if len(item) == 1 or (len(item) == 2 and item[0] == "\\" and not item[1].isalnum()):
+        return ("char", item[-1])
+    return ("class", item)
+
+
+def overlap(a: Any, b: Any) -> bool:
+    """Whether two sets of `item_kind`s (and `END`) may share a character (true when unsure).
+
+    The very end of the text is left out: transformers never commits a zero-width match there (the
+    stream may still grow, and at its end the pass stops), so `\\Z` against `\\Z` cannot loop.
+    """
+    for kind_a, *rest_a in a - {END}:
+        for kind_b, *rest_b in b - {END}:
+            if kind_a == "char" and kind_b == "char":
+                if rest_a[0] == rest_b[0]:
+                    return True
+            elif kind_a == "char" or kind_b == "char":
+                char, item = (rest_a[0], rest_b[0]) if kind_a == "char" else (rest_b[0], rest_a[0])
+                if regex.fullmatch("[" + item + "]", char):
+                    return True
+            else:
+                return True  # two ranges or categories: not worth proving apart
+    return False

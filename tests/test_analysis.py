@@ -1,0 +1,179 @@
+"""The compiler's regex analyses (`respc.compiler.analysis`), each checked for the soundness its user
+relies on: property tests draw patterns from a small regex grammar and texts over the same alphabet, and
+compare each answer with what the `regex` module (the oracle's engine) actually matches."""
+
+from __future__ import annotations
+
+import regex
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from respc.compiler.analysis import (
+    backtracking_risk,
+    empty_together,
+    first_chars,
+    literal_prefix,
+    may_match_empty,
+    split_lead,
+)
+from respc.compiler.analysis.syntax import is_plain
+from respc.runtime.scan import RUN_CLASSES, scan_lead
+
+ALPHABET = "ab<> \n/"
+SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _atoms() -> st.SearchStrategy[str]:
+    return st.one_of(
+        st.sampled_from([regex.escape(c) for c in ALPHABET]),
+        st.sampled_from([r"[ab]", r"[<>]", r"\s", r"\w", r"\d", r"[a-z]", r"[^a]", r".", r"\S"]),
+        st.sampled_from(["^", "$", r"\b", r"\Z", r"(?=a)", r"(?!b)", r"(?<=a)"]),
+    )
+
+
+def _patterns() -> st.SearchStrategy[str]:
+    def extend(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+        return st.one_of(
+            st.lists(inner, min_size=1, max_size=4).map("".join),
+            st.tuples(inner, inner).map(lambda pair: f"(?:{pair[0]}|{pair[1]})"),
+            st.tuples(inner, st.sampled_from(["*", "+", "?", "{2}", "{0,2}", "*?", "+?"])).map(
+                lambda pair: f"(?:{pair[0]}){pair[1]}"
+            ),
+            inner.map(lambda p: f"(?P<g>{p})"),
+        )
+
+    return st.recursive(_atoms(), extend, max_leaves=6)
+
+
+TEXTS = st.text(alphabet=ALPHABET, max_size=12)
+
+
+def _compiles(pattern: str) -> regex.Pattern | None:
+    try:
+        return regex.compile(pattern, regex.DOTALL)
+    except regex.error:
+        return None
+
+
+@SETTINGS
+@given(pattern=_patterns(), text=TEXTS, partial=st.booleans())
+def test_every_match_starts_with_a_first_char(pattern: str, text: str, partial: bool) -> None:
+    """The skip-scan fast path: a chunk with none of these characters cannot start a match, complete or
+    partial."""
+    compiled = _compiles(pattern)
+    assume(compiled is not None)
+    first = first_chars(pattern)
+    if first is None:
+        return
+    starts = regex.compile("[" + "".join(sorted(first)) + "]")
+    for pos in range(len(text) + 1):
+        match = compiled.search(text, pos, partial=partial)
+        if match is not None and match.start() < len(text):
+            assert starts.match(text[match.start()]), (pattern, text, pos, match)
+        if match is not None and match.start() == match.end() == len(text) and not match.partial:
+            raise AssertionError(f"{pattern!r} matched empty, yet has first characters {first}")
+
+
+@SETTINGS
+@given(pattern=_patterns(), text=TEXTS)
+def test_a_pattern_that_matches_empty_is_never_called_non_empty(pattern: str, text: str) -> None:
+    compiled = _compiles(pattern)
+    assume(compiled is not None)
+    empty = any((m := compiled.search(text, pos)) and m.start() == m.end() for pos in range(len(text) + 1))
+    if empty:
+        assert may_match_empty(pattern), (pattern, text)
+
+
+@SETTINGS
+@given(first=_patterns(), second=_patterns(), text=TEXTS)
+def test_empty_at_one_position_is_never_missed(first: str, second: str, text: str) -> None:
+    """Quirk Q5: a field whose open and close both match empty at one position hangs transformers, so
+    `empty_together` may err towards true, never towards false. (The very end of the text is left out:
+    the oracle never commits a zero-width match there.)"""
+    a, b = _compiles(first), _compiles(second)
+    assume(a is not None and b is not None)
+    for pos in range(len(text)):
+        one, two = a.match(text, pos), b.match(text, pos)
+        if one is not None and two is not None and one.end() == pos and two.end() == pos:
+            assert empty_together(first, second), (first, second, text, pos)
+            return
+
+
+@SETTINGS
+@given(pattern=_patterns(), text=TEXTS)
+def test_every_match_starts_with_the_literal_prefix(pattern: str, text: str) -> None:
+    compiled = _compiles(pattern)
+    assume(compiled is not None)
+    prefix = literal_prefix(pattern)
+    for match in compiled.finditer(text):
+        assert match.group().startswith(prefix), (pattern, text, prefix)
+
+
+@SETTINGS
+@given(
+    run=st.sampled_from(sorted(RUN_CLASSES)),
+    rest=_patterns(),
+    text=TEXTS,
+    eos=st.booleans(),
+)
+def test_a_lead_split_scans_as_the_whole_pattern(run: str, rest: str, text: str, eos: bool) -> None:
+    """`\\s*X` searched as X with a walk back over the run gives the whole pattern's leftmost match."""
+    lead = {r"\s": r"\s*", r"\n": r"\n*", r"[ \t]": r"[ \t]*", " ": " *"}[run]
+    pattern = lead + rest
+    whole = _compiles(pattern)
+    assume(whole is not None)
+    split = split_lead(pattern)
+    if split is None:
+        return
+    run_class, searched = split
+    assert run_class == run and searched == rest
+    found = scan_lead(text, 0, regex.compile(searched, regex.DOTALL), RUN_CLASSES[run][1], eos)
+    match = whole.search(text, 0, partial=not eos)
+    if match is None:
+        assert found is None
+        return
+    assert found is not None and found[:2] == match.span(), (pattern, text, found, match)
+
+
+def test_lead_splits_of_the_serving_fallbacks() -> None:
+    assert split_lead(r"\s*<tool_call>") == (r"\s", "<tool_call>")
+    assert split_lead(r"\s*(?:<\|im_end\|>|<\|endoftext\|>)") == (r"\s", r"(?:<\|im_end\|>|<\|endoftext\|>)")
+    assert split_lead(r"\s*|x") is None  # a top-level alternation: the run belongs to one branch
+    assert split_lead(r"\s*\s<x>") is None  # the rest can start with a run character
+    assert split_lead(r"\s*\w") is None  # categories cannot be checked against the run
+
+
+def test_first_chars_and_prefixes_of_known_patterns() -> None:
+    assert first_chars(r"<tool_call>\s*<function=(?P<name>\w+)>") == {"<"}
+    assert first_chars(r"(?:a|b)?c") == {"a", "b", "c"}
+    assert first_chars(r"a*") is None  # can match empty: any position
+    assert first_chars(r".x") is None and first_chars(r"\p{L}") is None  # outside the analysed syntax
+    assert (
+        literal_prefix(r"<\|channel\|>commentary to=functions\.(?P<name>\w+)")
+        == "<|channel|>commentary to=functions."
+    )
+    assert literal_prefix(r"(?:a)b") == "ab"  # Python's parser flattens a group that captures nothing
+    assert literal_prefix(r"(a)b") == ""
+    assert not is_plain(r"[[:alpha:]]") and not is_plain(r"(?i)a") and is_plain(r"\{a\}")
+
+
+def test_empty_matches_of_known_patterns() -> None:
+    assert may_match_empty(r"(?:^|<think>\s*)") and not may_match_empty(r"</think>")
+    assert may_match_empty(r"\p{L}*")  # read without Python's parser: conservative
+    assert empty_together(r"(?:^|x)", r"$")  # both empty at the start of an empty line: refused
+    assert not empty_together(r"(?=z)", r"$")  # never at one position: accepted
+    assert not empty_together(r"\Z", r"\Z")  # only at the very end, where nothing is committed
+    assert not empty_together(r"a", r"$")
+
+
+def test_backtracking_shapes() -> None:
+    assert backtracking_risk(r"(a+)+$") == "a repeated group contains another unbounded repeat"
+    assert (
+        backtracking_risk(r"(?:a|aa)+")
+        == "a repeated group can split the same text into iterations in many ways"
+    )
+    assert backtracking_risk(r"(\d\w?)+") is not None  # a capturing group too (once missed)
+    assert backtracking_risk(r"(?:\d\w?)+") is not None
+    assert backtracking_risk(r"(?>a+)+") is None  # an atomic group does not backtrack into itself
+    for safe in (r"<tool_call>\s*<function=(?P<name>\w+)>", r"(?:ab)+", r"a{2,5}b", r"[^<]*<"):
+        assert backtracking_risk(safe) is None, safe

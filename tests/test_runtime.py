@@ -212,10 +212,10 @@ def test_lead_run_character_lists_match_the_regex_module() -> None:
     """The parser checks lead-run characters by set membership: each list must be exactly its class."""
     import regex
 
-    from respc.compiler.firstchars import LEAD_CHARS
+    from respc.runtime.scan import RUN_CLASSES
 
     everything = "".join(map(chr, range(0x110000)))
-    for run_class, chars in LEAD_CHARS.items():
+    for run_class, (_, chars) in RUN_CLASSES.items():
         assert set(regex.findall(run_class, everything)) == set(chars), run_class
 
 

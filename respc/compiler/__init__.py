@@ -8,14 +8,18 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from respc._hash import template_hash
+from respc._literal import LiteralError
 from respc._version import __version__
-from respc.compiler.format import format_source, verify_source
+from respc.compiler.format import SourceError, format_source, verify_source
 from respc.compiler.plan import ParserPlan, plan_parser
-from respc.compiler.render import render_module, template_hash
+from respc.compiler.render import render_module
 from respc.compiler.spec import Spec, TemplateError, TemplateTypeError, TemplateWarning, load_template
+from respc.runtime.targets import Target
 
 __all__ = [
     "ParserPlan",
+    "SourceError",
     "Spec",
     "TemplateError",
     "TemplateTypeError",
@@ -27,16 +31,21 @@ __all__ = [
 ]
 
 
-def generate_source(template: Any, *, name: str | None = None, regenerate: str | None = None) -> str:
-    """The formatted, verified source of the parser module for `template`.
+def generate_source(
+    template: Any,
+    *,
+    name: str | None = None,
+    regenerate: str | None = None,
+    target: str | Target | None = None,
+) -> str:
+    """The formatted, verified source of the parser module for `template`, parsing as the `target`
+    release of transformers (default: the newest supported).
 
     `name` is the source shown in the provenance header (a file name, never an absolute path);
     `regenerate` is the command the header gives for rebuilding the module.
     """
-    from respc.compiler.literal import LiteralError
-
     source_name = name or "<template>"
-    spec = load_template(template)
+    spec = load_template(template, target)
     plan = plan_parser(spec, source_name)
     for message in plan.warnings:
         warnings.warn(f"{source_name}: {message}", TemplateWarning, stacklevel=2)

@@ -28,20 +28,23 @@ def explain(plan: ParserPlan) -> str:
     for f in plan.fields:
         mode = f"join {f.join!r}" if f.join is not None else ("repeats" if f.repeats else "last wins")
         extras = [f.content, mode, "required" if not f.optional else "optional"]
-        if f.transform_const:
+        if f.transform is not None:
             extras.append("transform_each" if f.transform_each else "transform")
-        if f.dirty:
-            extras.append("dirty chunks")
+        if f.close_captures:
+            extras.append("close captures")
         lines.append(f"  {f.name!r}: " + ", ".join(extras))
     lines += ["", "States (watch sets in tie-break order):"]
     for s in plan.states:
-        fast = "yes" if s.quick is not None else "no (regex delimiters)"
+        fast = "yes" if s.starts is not None else "no (regex delimiters)"
         lines.append(f"  {s.function}: {s.comment}")
-        lines.append(f"    skip-scan fast path: {fast}")
+        lines.append(f"    skip-scan fast path: {fast}" + (", dirty chunks" if s.dirty else ""))
     context = (
-        "all consumed text (a pattern looks behind)" if plan.keep is None else f"{plan.keep} character(s)"
+        "all consumed text (a pattern looks behind)"
+        if plan.context is None
+        else f"{plan.context} character(s)"
     )
-    lines += ["", f"Context kept before the scan position: {context}"]
+    lines += ["", f"Target: transformers {plan.target.name}"]
+    lines += [f"Context kept before the scan position: {context}"]
     lines += [f"Warning: {warning}" for warning in plan.warnings]
     lines.append("")
     return "\n".join(lines)

@@ -11,7 +11,7 @@ from typing import Any
 
 import black
 
-from respc.compiler.literal import LiteralError, eval_literal, same_value
+from respc._literal import LiteralError, eval_literal, same_value
 
 __all__ = ["SourceError", "format_source", "verify_source"]
 

@@ -1,10 +1,11 @@
 """Pure analysis of a `Spec` into a `ParserPlan`: every decision the generated module writes out.
 
-Decided here, once and deterministically: constant and function names, how each delimiter is
-scanned (`str.find` for literals, partial regex search otherwise), the watch set of each parser
-state in the oracle's tie-break order, the characters that let a chunk skip scanning, how much
-consumed text the patterns need as context, and which templates must be refused because
-transformers would hang on them.
+Decided here, once and deterministically: constant and function names, how each delimiter is scanned
+(`str.find` for literals, partial regex search otherwise, a walk back over a lead run), the watch set of
+each parser state in the oracle's tie-break order, the shape of each state's two scans, the characters
+that let a chunk skip scanning, how much consumed text the patterns need as context, which constants
+and imports the module needs (no others are written), and which templates must be refused because
+transformers would hang on them. The Jinja templates print this plan and decide nothing.
 """
 
 from __future__ import annotations
@@ -15,8 +16,7 @@ from typing import Any
 
 import regex
 
-from respc.compiler.firstchars import (
-    LEAD_CHARS,
+from respc.compiler.analysis import (
     backtracking_risk,
     empty_together,
     first_chars,
@@ -27,8 +27,10 @@ from respc.compiler.firstchars import (
 from respc.compiler.spec import Anchor, Field, Spec, TemplateError
 from respc.compiler.transforms import transform_expression
 from respc.runtime.content import DIRTY_PARSERS
+from respc.runtime.scan import RUN_CLASSES
+from respc.runtime.targets import Target
 
-__all__ = ["Delimiter", "FieldPlan", "ParserPlan", "State", "plan_parser"]
+__all__ = ["Delimiter", "FieldPlan", "ParserPlan", "State", "describe_anchor", "plan_parser"]
 
 PARSER_FUNCTIONS = {
     "text": "parse_text",
@@ -45,6 +47,13 @@ OUTSIDE = "outside"  # the scan of the implicit field / null sink; reserved so n
 _LOOKS_BACK = re.compile(r"\(\?<[=!]|\(\?[a-zA-Z0-9^-]*[wr][a-zA-Z0-9^-]*[:)]")
 
 
+def describe_anchor(anchor: Anchor) -> str:
+    """Literals as reprs, a pattern between slashes (as a repr if it holds unprintable characters)."""
+    if anchor.literals is not None:
+        return " | ".join(repr(literal) for literal in anchor.literals)
+    return f"/{anchor.pattern}/" if anchor.pattern.isprintable() else f"/{anchor.pattern!r}/"
+
+
 @dataclass(frozen=True)
 class Delimiter:
     """One watched delimiter and how the generated code scans for it."""
@@ -52,32 +61,38 @@ class Delimiter:
     field: Any
     kind: str  # "open" or "close"
     anchor: Anchor
-    const: str  # module constant holding the literal(s) or the compiled regex
+    name: str  # base of its constants' names: THINKING_OPEN
     literals: tuple[str, ...]  # longest first
     may_be_empty: bool
-    lead: str | None = None  # class of a leading run the scan walks back over (regex `\s*<x>`)
+    lead: str | None = None  # regex class of a leading run the scan walks back over (`\s*<x>`)
     rest: str | None = None  # the pattern after that run, which the scan searches for
     prefix: str = ""  # literal text every match of the searched pattern starts with
 
     @property
-    def prefix_const(self) -> str:
-        """Module constant holding `prefix` (regex delimiters with a literal prefix only)."""
-        return self.const.removesuffix("_RE") + "_PREFIX"
-
-    @property
     def method(self) -> str:
+        """`literal`, `literals` (a list), `pattern` (a regex) or `lead` (a regex after a lead run)."""
         if self.anchor.literals is None:
             return "pattern" if self.lead is None else "lead"
         return "literal" if len(self.literals) == 1 else "literals"
 
     @property
-    def run_const(self) -> str:
-        """Module constant holding the lead-run characters (lead-run delimiters only)."""
-        return self.const.removesuffix("_RE") + "_RUN"
+    def const(self) -> str:
+        """The module constant holding the literal(s) or the (lazily compiled) regex."""
+        return self.name + ("_RE" if self.anchor.literals is None else "")
 
     @property
-    def run_chars(self) -> str:
-        return LEAD_CHARS[self.lead]
+    def prefix_const(self) -> str:
+        return self.name + "_PREFIX"
+
+    @property
+    def alternation_const(self) -> str:
+        """A literal list as one `re` alternation (for end-of-stream scans that mix it with regexes)."""
+        return self.name + "_ALT"
+
+    @property
+    def run_const(self) -> str:
+        """The runtime constant holding the lead-run characters (lead-run delimiters only)."""
+        return RUN_CLASSES[self.lead][0]
 
     @property
     def text(self) -> str:
@@ -90,11 +105,12 @@ class State:
     """A parser state: inside one explicit field, or outside (the implicit field or the null sink)."""
 
     key: Any  # the field name, or the implicit field's name (None: null sink) for the outside state
-    function: str
+    function: str  # its streaming scan: _scan_<ident>
     explicit: bool
     watches: tuple[Delimiter, ...]  # in the oracle's tie-break order: opens by field name, then the close
-    quick: str | None  # class of the characters a watched delimiter's match must start (or resume) with
-    tails: tuple[str, ...] = ()  # characters of the trailing runs that lead-run delimiters hold back
+    starts: str | None  # class of the characters a watched delimiter's match must start (or resume) with
+    runs: tuple[str, ...]  # regex classes of the trailing runs that lead-run delimiters hold back
+    dirty: bool
 
     @property
     def end_function(self) -> str:
@@ -102,7 +118,12 @@ class State:
         return self.function.replace("_scan_", "_end_", 1)
 
     @property
-    def end_literals(self) -> tuple[tuple[str, bool, Any], ...] | None:
+    def table(self) -> str:
+        """Base of the names of the state's own constants: _OUTSIDE."""
+        return self.function.removeprefix("_scan").upper()
+
+    @property
+    def literal_table(self) -> tuple[tuple[str, bool, Any], ...] | None:
         """For a state watching only literals (two or more), `(literal, is_open, field)` in the order an
         alternation must try them to reproduce the tie-break at one position: longest first, then in
         watch order (a literal two delimiters share goes to the first watched). None otherwise."""
@@ -124,11 +145,32 @@ class State:
         return tuple(ordered)
 
     @property
-    def stream_literals(self) -> bool:
-        """Whether the streaming scan can use the end-of-stream alternation too: two or more watches, each
-        one literal (a literal list may still grow at the buffer edge, which the alternation cannot say).
-        Partial matches are then found from the set of the literals' proper prefixes."""
-        return len(self.watches) >= 2 and all(d.method == "literal" for d in self.watches)
+    def table_literals(self) -> tuple[str, ...]:
+        return tuple(literal for literal, _, _ in self.literal_table or ())
+
+    @property
+    def stream_shape(self) -> str:
+        """How the streaming scan is written: `nothing` to watch; `literals`, every watch one literal,
+        found with the literal table's alternation (a literal list may still grow at the buffer edge,
+        which the alternation cannot say) and partial matches from the set of the literals' proper
+        prefixes; `one` watched delimiter; or `many`, one helper call each."""
+        if not self.watches:
+            return "nothing"
+        if len(self.watches) >= 2 and all(d.method == "literal" for d in self.watches):
+            return "literals"
+        return "one" if len(self.watches) == 1 else "many"
+
+    @property
+    def end_shape(self) -> str:
+        """How the end-of-stream scan is written: `nothing`, `literals` (the literal table), `literal`
+        (one `str.find`) or `many` (one candidate each)."""
+        if not self.watches:
+            return "nothing"
+        if self.literal_table:
+            return "literals"
+        if len(self.watches) == 1 and self.watches[0].method == "literal":
+            return "literal"
+        return "many"
 
     @property
     def partial_span(self) -> int:
@@ -140,21 +182,26 @@ class State:
         return tuple(sorted({lit[0] for d in self.watches for lit in d.literals}))
 
     @property
-    def end_texts(self) -> tuple[str, ...]:
-        return tuple(literal for literal, _, _ in self.end_literals or ())
-
-    @property
-    def first(self) -> str | None:
-        """The one character `quick` matches, when it is a single literal (checked with `in`)."""
-        items = self.quick[1:-1] if self.quick and self.quick.startswith("[") else None
+    def start_char(self) -> str | None:
+        """The one character `starts` matches, when it is a single literal (checked with `str.find`)."""
+        items = self.starts[1:-1] if self.starts and self.starts.startswith("[") else None
         if items and (len(items) == 1 or (len(items) == 2 and items[0] == "\\" and not items[1].isalnum())):
             return items[-1]
         return None
 
     @property
-    def quick_engine(self) -> str:
+    def starts_const(self) -> str | None:
+        """The pattern constant of `starts`, written only when there is no single `start_char`."""
+        return self.table + "_STARTS" if self.starts is not None and self.start_char is None else None
+
+    @property
+    def starts_engine(self) -> str:
         """`re` (lower call overhead) for classes of literal characters, `regex` when categories appear."""
-        return "regex" if self.quick is None or re.search(r"\\[a-zA-Z]", self.quick) else "re"
+        return "regex" if self.starts is None or re.search(r"\\[a-zA-Z]", self.starts) else "re"
+
+    @property
+    def run_consts(self) -> tuple[str, ...]:
+        return tuple(RUN_CLASSES[run][0] for run in self.runs)
 
     @property
     def comment(self) -> str:
@@ -176,16 +223,22 @@ class FieldPlan:
     ident: str
     content: str
     parser: str  # runtime content parser function
-    args_const: str
     args: Any
-    transform_const: str | None
     transform: Any
     transform_each: bool
     transform_expr: str | None  # the transform as an expression over `content` and `captures`
-    dirty: bool
     repeats: bool
     join: str | None
     optional: bool
+    close_captures: bool  # the close match's named groups join the captures (a target switch)
+
+    @property
+    def args_const(self) -> str:
+        return f"{self.ident.upper()}_ARGS"
+
+    @property
+    def transform_const(self) -> str:
+        return f"{self.ident.upper()}_TRANSFORM"
 
     @property
     def parse_call(self) -> str:
@@ -195,9 +248,28 @@ class FieldPlan:
                 return "body.strip()" if self.args.get("strip", True) else "body"
         return f"{self.parser}(body, {self.args_const})"
 
+    @property
+    def uses_args(self) -> bool:
+        return self.parse_call != "body.strip()" and self.parse_call != "body"
+
+    @property
+    def value_shape(self) -> str:
+        """`content` (no transform), `each` (transform_each), `expression` (the transform written out)
+        or `runtime` (the transform applied by the runtime: too large, or holding odd values)."""
+        if self.transform is None:
+            return "content"
+        if self.transform_each:
+            return "each"
+        return "expression" if self.transform_expr is not None else "runtime"
+
+    @property
+    def uses_transform(self) -> bool:
+        return self.value_shape in ("each", "runtime")
+
 
 @dataclass(frozen=True)
 class ParserPlan:
+    target: Target
     template: Any
     source_name: str
     fields: tuple[FieldPlan, ...]
@@ -207,7 +279,7 @@ class ParserPlan:
     defaults: dict
     required: tuple[Any, ...]
     start_anchor: Anchor
-    keep: int | None
+    context: int | None  # consumed characters the patterns need before the scan position (None: all)
     warnings: tuple[str, ...] = ()  # template problems worth a look that do not stop compilation
 
     @property
@@ -215,47 +287,91 @@ class ParserPlan:
         """The literal start anchors, longest first, as the oracle's alternation tries them."""
         return tuple(sorted(self.start_anchor.literals or (), key=len, reverse=True))
 
+    # -- what the module holds -------------------------------------------------------------------------
+
+    def _watched(self, shapes: tuple[str, ...], attribute: str) -> list[Delimiter]:
+        return [d for s in self.states if getattr(s, attribute) in shapes for d in s.watches]
+
     @property
-    def uses_regex(self) -> bool:
-        """Whether the module holds `regex` patterns (`LazyRegex`; literal-only templates use only `re`)."""
-        return (
-            not self.start_anchor.is_literal
-            or any(d.anchor.literals is None for d in self.delimiters)
-            or any(s.quick is not None and s.quick_engine == "regex" for s in self.states)
+    def used_delimiters(self) -> frozenset[str]:
+        """The delimiter constants some scan reads (literal tables replace the others)."""
+        used = {d.const for d in self._watched(("one", "many"), "stream_shape")}
+        used |= {d.const for d in self._watched(("literal", "many"), "end_shape")}
+        return frozenset(used)
+
+    @property
+    def alternations(self) -> frozenset[str]:
+        """Literal lists that an end-of-stream `many` scan searches as one alternation."""
+        return frozenset(d.const for d in self._watched(("many",), "end_shape") if d.method == "literals")
+
+    @property
+    def prefixed(self) -> frozenset[str]:
+        """Regex delimiters whose end-of-stream search starts at their literal prefix."""
+        return frozenset(
+            d.const
+            for d in self._watched(("many",), "end_shape")
+            if d.method in ("pattern", "lead") and d.prefix
         )
+
+    @property
+    def lazy_patterns(self) -> tuple[str, ...]:
+        """The module's `LazyRegex` constants, for `warm_up`."""
+        names = [
+            d.const for d in self.delimiters if d.anchor.literals is None and d.const in self.used_delimiters
+        ]
+        names += [s.starts_const for s in self.states if s.starts_const and s.starts_engine == "regex"]
+        return tuple(names)
+
+    @property
+    def feed_variant(self) -> str | None:
+        """The `feed` the class declares instead of the default: none needs context without regexes."""
+        return "feed_without_context" if self.context == 0 else None
+
+    @property
+    def imports(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """`from module import names` lines, sorted as ruff sorts them."""
+        content = sorted({f.parser for f in self.fields if f.uses_args})
+        scan = {
+            f"scan_{d.method}" for s in self.states if s.stream_shape in ("one", "many") for d in s.watches
+        }
+        scan |= {
+            f"scan_{d.method}"
+            for s in self.states
+            if s.end_shape == "many"
+            for d in s.watches
+            if d.method in ("pattern", "lead")
+        }
+        scan |= {run for s in self.states for run in s.run_consts}
+        scan |= {
+            d.run_const for d in self.delimiters if d.method == "lead" and d.const in self.used_delimiters
+        }
+        if self.lazy_patterns or not self.start_anchor.is_literal:
+            scan.add("LazyRegex")
+        transform = set()
+        for f in self.fields:
+            if f.value_shape == "each":
+                transform.add("transform_each")
+            elif f.value_shape == "runtime":
+                transform.add("transform_value")
+            elif f.value_shape == "expression" and "resolve_placeholder(" in f.transform_expr:
+                transform.add("resolve_placeholder")
+        lines = [
+            ("respc.runtime.content", tuple(content)),
+            ("respc.runtime.contract", ("Field", "State")),
+            ("respc.runtime.parser", ("CompiledParser",)),
+            ("respc.runtime.scan", tuple(sorted(scan, key=lambda n: (not n.isupper(), n)))),
+            ("respc.runtime.transform", tuple(sorted(transform))),
+        ]
+        return tuple((module, names) for module, names in lines if names)
 
     @property
     def uses_re(self) -> bool:
         return (
             self.start_anchor.is_literal
-            or any(s.quick_engine == "re" for s in self.states)
-            or any(s.end_literals for s in self.states)
-            or any(d.method == "literals" for d in self.delimiters)
+            or any(s.starts_const and s.starts_engine == "re" for s in self.states)
+            or any(s.end_shape == "literals" for s in self.states)
+            or bool(self.alternations)
         )
-
-    @property
-    def parser_functions(self) -> tuple[str, ...]:
-        return tuple(sorted({f.parser for f in self.fields if f.parse_call.startswith(f.parser + "(")}))
-
-    @property
-    def scan_helpers(self) -> tuple[str, ...]:
-        helpers = {f"scan_{d.method}" for s in self.states if not s.stream_literals for d in s.watches}
-        if self.uses_regex:
-            helpers.add("LazyRegex")
-        return tuple(sorted(helpers))
-
-    @property
-    def transform_helpers(self) -> tuple[str, ...]:
-        helpers = set()
-        for f in self.fields:
-            if f.transform_each:
-                helpers.add("transform_each")
-            elif f.transform_expr is not None:
-                if "resolve_placeholder(" in f.transform_expr:
-                    helpers.add("resolve_placeholder")
-            elif f.transform_const:
-                helpers.add("transform_value")
-        return tuple(sorted(helpers))
 
     @property
     def description(self) -> str:
@@ -269,17 +385,11 @@ class ParserPlan:
             lines.append(f"{field.name!r} ({field.content}) from {start} to {end}")
         anchor = describe_anchor(self.start_anchor)
         return (
-            f"Response parser compiled from {self.source_name}.\n\nRegions: "
+            f"Response parser compiled from {self.source_name} for transformers {self.target.name}.\n\n"
+            "Regions: "
             + "; ".join(lines)
-            + (f".\nThe prefix is read from after its last start anchor {anchor}.")
+            + f".\nThe prefix is read from after its last start anchor {anchor}."
         )
-
-
-def describe_anchor(anchor: Anchor) -> str:
-    """Literals as reprs, a pattern between slashes (as a repr if it holds unprintable characters)."""
-    if anchor.literals is not None:
-        return " | ".join(repr(literal) for literal in anchor.literals)
-    return f"/{anchor.pattern}/" if anchor.pattern.isprintable() else f"/{anchor.pattern!r}/"
 
 
 def _identifiers(names: list[Any]) -> list[str]:
@@ -298,7 +408,7 @@ def _identifiers(names: list[Any]) -> list[str]:
 
 
 def _delimiter(field: Field, ident: str, kind: str, anchor: Anchor) -> Delimiter:
-    const = f"{ident.upper()}_{kind.upper()}"
+    name = f"{ident.upper()}_{kind.upper()}"
     if anchor.literals is None:
         split = split_lead(anchor.pattern)
         lead, rest = split if split else (None, None)
@@ -306,7 +416,7 @@ def _delimiter(field: Field, ident: str, kind: str, anchor: Anchor) -> Delimiter
             field.name,
             kind,
             anchor,
-            const + "_RE",
+            name,
             (),
             may_match_empty(anchor.pattern),
             lead,
@@ -314,11 +424,11 @@ def _delimiter(field: Field, ident: str, kind: str, anchor: Anchor) -> Delimiter
             literal_prefix(rest or anchor.pattern),
         )
     return Delimiter(
-        field.name, kind, anchor, const, tuple(sorted(anchor.literals, key=len, reverse=True)), False
+        field.name, kind, anchor, name, tuple(sorted(anchor.literals, key=len, reverse=True)), False
     )
 
 
-def _quick(watches: tuple[Delimiter, ...]) -> str | None:
+def _starts(watches: tuple[Delimiter, ...]) -> str | None:
     """A character class matching every character a watched delimiter can start with, if one exists."""
     if not watches:
         return "(?!)"
@@ -334,17 +444,31 @@ def _quick(watches: tuple[Delimiter, ...]) -> str | None:
     return "[" + "".join(sorted(items)) + "]"
 
 
-def _tails(watches: tuple[Delimiter, ...]) -> tuple[str, ...]:
-    """The characters of each distinct lead-run class, in a fixed order."""
-    return tuple(sorted({d.run_chars for d in watches if d.lead is not None}))
+def _runs(watches: tuple[Delimiter, ...]) -> tuple[str, ...]:
+    """The distinct lead-run classes, in a fixed order."""
+    return tuple(sorted({d.lead for d in watches if d.lead is not None}, key=lambda run: RUN_CLASSES[run][0]))
 
 
 def _sort_key(name: Any) -> tuple:
     return (0, name) if isinstance(name, str) else (1, type(name).__name__, repr(name))
 
 
+def _refuse_hanging(field: Field, opening: Delimiter, closing: Delimiter) -> None:
+    if (
+        opening.may_be_empty
+        and closing.may_be_empty
+        and empty_together(opening.anchor.pattern, closing.anchor.pattern)
+    ):
+        raise TemplateError(
+            f"Field '{field.name}': {field.open.key} and {field.close.key} can both match the empty "
+            "string at one position; transformers' parser then opens and closes the field there forever "
+            "and never returns (quirk Q5). Make the open or the close consume at least one character."
+        )
+
+
 def plan_parser(spec: Spec, source_name: str = "<template>") -> ParserPlan:
     """Decide everything the generated module writes out; raises `TemplateError` for hanging templates."""
+    target = spec.target
     idents = _identifiers([field.name for field in spec.fields])
     field_plans, delimiters = [], []
     opens: dict[Any, Delimiter] = {}
@@ -357,26 +481,14 @@ def plan_parser(spec: Spec, source_name: str = "<template>") -> ParserPlan:
             closes[field.name] = _delimiter(field, ident, "close", field.close)
             delimiters.append(closes[field.name])
         if field.open is not None and field.close is not None:
-            opening, closing = opens[field.name], closes[field.name]
-            if (
-                opening.may_be_empty
-                and closing.may_be_empty
-                and empty_together(opening.anchor.pattern, closing.anchor.pattern)
-            ):
-                raise TemplateError(
-                    f"Field '{field.name}': {field.open.key} and {field.close.key} can both match the empty "
-                    "string at one position; transformers' parser then opens and closes the field there forever "
-                    "and never returns (quirk Q5). Make the open or the close consume at least one character."
-                )
+            _refuse_hanging(field, opens[field.name], closes[field.name])
         field_plans.append(
             FieldPlan(
                 name=field.name,
                 ident=ident,
                 content=field.content,
                 parser=PARSER_FUNCTIONS[field.content],
-                args_const=f"{ident.upper()}_ARGS",
                 args=field.content_args,
-                transform_const=f"{ident.upper()}_TRANSFORM" if field.transform is not None else None,
                 transform=field.transform,
                 transform_each=field.transform_each,
                 transform_expr=(
@@ -384,41 +496,51 @@ def plan_parser(spec: Spec, source_name: str = "<template>") -> ParserPlan:
                     if field.transform is not None and not field.transform_each
                     else None
                 ),
-                dirty=field.content in DIRTY_PARSERS,
                 repeats=field.repeats,
                 join=field.join,
                 optional=field.optional,
+                close_captures=target.close_captures and field.close is not None and bool(field.close.groups),
             )
         )
+    dirty = {field.name: field.content in DIRTY_PARSERS for field in spec.fields}
     implicit = spec.implicit.name if spec.implicit is not None else None
-    outside_watches = tuple(opens[name] for name in sorted(opens, key=_sort_key))
+    outside = tuple(opens[name] for name in sorted(opens, key=_sort_key))
     if implicit is not None and implicit in closes:
-        outside_watches += (closes[implicit],)
+        outside += (closes[implicit],)
     states = [
         State(
             implicit,
             "_scan_" + OUTSIDE,
             False,
-            outside_watches,
-            _quick(outside_watches),
-            _tails(outside_watches),
+            outside,
+            _starts(outside),
+            _runs(outside),
+            dirty.get(implicit, False),
         )
     ]
     for field, ident in zip(spec.fields, idents):
         if field.open is not None:
             watches = (closes[field.name],) if field.name in closes else ()
             states.append(
-                State(field.name, "_scan_" + ident, True, watches, _quick(watches), _tails(watches))
+                State(
+                    field.name,
+                    "_scan_" + ident,
+                    True,
+                    watches,
+                    _starts(watches),
+                    _runs(watches),
+                    dirty[field.name],
+                )
             )
     patterns = [d.anchor.pattern for d in delimiters if d.anchor.literals is None]
-    keep = None if any(_LOOKS_BACK.search(p) for p in patterns) else (1 if patterns else 0)
+    context = None if any(_LOOKS_BACK.search(p) for p in patterns) else (1 if patterns else 0)
     warnings = tuple(
         f"Field '{d.field}': {d.anchor.key} {d.text} may backtrack exponentially ({risk})"
         for d in delimiters
         if d.anchor.literals is None and (risk := backtracking_risk(d.anchor.pattern))
     )
     return ParserPlan(
-        warnings=warnings,
+        target=target,
         template=spec.template,
         source_name=source_name,
         fields=tuple(field_plans),
@@ -428,5 +550,6 @@ def plan_parser(spec: Spec, source_name: str = "<template>") -> ParserPlan:
         defaults=spec.defaults,
         required=tuple(field.name for field in spec.fields if not field.optional),
         start_anchor=spec.start_anchor,
-        keep=keep,
+        context=context,
+        warnings=warnings,
     )

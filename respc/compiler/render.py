@@ -15,10 +15,11 @@ from typing import Any
 import jinja2
 
 from respc._hash import template_hash
-from respc.compiler.literal import py_literal
+from respc._literal import py_literal
 from respc.compiler.plan import ParserPlan
+from respc.runtime import CONTRACT
 
-__all__ = ["render_module", "template_hash"]
+__all__ = ["render_module"]
 
 _COMMENT_LIMIT = 400
 _CODING = re.compile(r"coding([:=])")
@@ -83,6 +84,7 @@ def render_module(plan: ParserPlan, *, version: str, regenerate: str) -> str:
         plan=plan,
         version=version,
         template_hash=template_hash(plan.template),
+        contract=CONTRACT,
         regenerate=regenerate,
         docstring=_docstring(plan.description),
     )

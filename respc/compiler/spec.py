@@ -1,8 +1,9 @@
 """Load and validate a response template into frozen dataclasses.
 
-The checks, their order and their messages are those of transformers 5.23.0's
-`load_response_template`, so respc accepts exactly the templates the oracle accepts; every error is a
-`TemplateError` (a `ValueError`) or, where the oracle raises `TypeError`, a `TemplateTypeError`.
+The checks, their order and their messages are those of `load_response_template` in the targeted
+transformers release (they differ only in the content parsers each knows), so respc accepts exactly the
+templates the oracle accepts; every error is a `TemplateError` (a `ValueError`) or, where the oracle
+raises `TypeError`, a `TemplateTypeError`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 import regex
 
-from respc.runtime.content import CONTENT_PARSERS
+from respc.runtime.targets import Target, get_target
 from respc.runtime.transform import find_mixed_placeholder
 
 __all__ = [
@@ -86,6 +87,7 @@ class Field:
 
 @dataclass(frozen=True)
 class Spec:
+    target: Target  # the transformers release whose semantics the parser follows
     template: Any  # the template as given, for TEMPLATE
     defaults: dict
     fields: tuple[Field, ...]
@@ -145,7 +147,7 @@ def _check_shape(template: Any) -> None:
         raise TemplateError("response_template.fields must be a non-empty dict")
 
 
-def _field(name: Any, raw: Any) -> Field:
+def _field(name: Any, raw: Any, target: Target) -> Field:
     scope = f"Field '{name}'"
     if not isinstance(raw, dict):
         raise TemplateError(f"{scope} must be a dict")
@@ -154,14 +156,14 @@ def _field(name: Any, raw: Any) -> Field:
         raise TemplateError(f"{scope}: unknown keys {sorted(unknown)}")
     content = raw.get("content", "text")
     try:
-        known = content in CONTENT_PARSERS
+        known = content in frozenset(target.content_parsers)
     except TypeError as error:
         raise TemplateTypeError(
             f"{scope}: 'content' must be a parser name, got {type(content).__name__}"
         ) from error
     if not known:
         raise TemplateError(
-            f"{scope}: unknown content parser '{content}'. Available: {sorted(CONTENT_PARSERS)}"
+            f"{scope}: unknown content parser '{content}'. Available: {sorted(target.content_parsers)}"
         )
     open_anchor = _anchor(scope, raw, "open", "open_pattern")
     close_anchor = _anchor(scope, raw, "close", "close_pattern")
@@ -209,10 +211,12 @@ def _field(name: Any, raw: Any) -> Field:
     )
 
 
-def load_template(template: Any) -> Spec:
-    """Validate `template` as transformers 5.23.0 does and return its `Spec`; raises `TemplateError`."""
+def load_template(template: Any, target: str | Target | None = None) -> Spec:
+    """Validate `template` as the `target` release of transformers does (default: the newest supported)
+    and return its `Spec`; raises `TemplateError`, or `respc.runtime.targets.UnknownTarget`."""
+    target = get_target(target)
     _check_shape(template)
-    fields = tuple(_field(name, raw) for name, raw in template["fields"].items())
+    fields = tuple(_field(name, raw, target) for name, raw in template["fields"].items())
     implicit = [field for field in fields if field.open is None]
     if len(implicit) > 1:
         raise TemplateError(
@@ -223,6 +227,7 @@ def load_template(template: Any) -> Spec:
     if start_anchor is None:
         raise TemplateError("response_template must define 'start_anchor' or 'start_anchor_pattern'.")
     return Spec(
+        target=target,
         template=template,
         defaults=template.get("defaults", {}),
         fields=fields,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from respc.compiler.literal import py_literal
+from respc._literal import py_literal
 from respc.runtime.transform import placeholder
 
 __all__ = ["transform_expression"]

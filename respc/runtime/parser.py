@@ -1,21 +1,37 @@
 """The processing pass that every generated parser runs, written once.
 
-A generated module subclasses `CompiledParser`, supplying one scan method per parser state and the
-field tables the plan decided; this class holds the mechanism that transformers 5.23.0's
-`ResponseParser._process` defines (commit the best delimiter, route text, open and close regions,
-hold back possible delimiters), so event lists match the oracle's exactly. Unlike the oracle it keeps
-only the unconsumed text (plus a little context for the patterns) and region bodies as lists of parts,
-so every feed costs O(chunk + held text).
+A generated module subclasses `CompiledParser` and declares two tables (`STATES`: how each parser state
+scans; `FIELDS`: what closing each field's region does, see `respc.runtime.contract`); this class holds
+the mechanism of transformers' `ResponseParser._process` (commit the best delimiter, route text, open
+and close regions, hold back possible delimiters), so event lists match the oracle's exactly. Unlike the
+oracle it keeps only the unconsumed text (plus the context the patterns can look back at) and region
+bodies as lists of parts, so every feed costs O(chunk + held text).
+
+`feed` tries these paths in order; each gives the events the oracle's full pass would:
+
+| path | applies when | does |
+|---|---|---|
+| plain chunk | a region is open, nothing is held, the state watches no lead runs, and the chunk holds no character a watched delimiter starts with | routes the chunk as one event |
+| lead run | the state watches `\\s*<x>`-style delimiters of one run class, and neither the chunk nor the held text holds a start character | routes up to the chunk's trailing run and holds the run (a chunk that is all run is set aside, not copied) |
+| skip scan (`_feed_slow`) | no start character in the chunk (nor, when lead runs are watched, in the held text) | routes without scanning, holding trailing runs |
+| full pass (`_process`) | otherwise | the oracle's pass: scan, commit, route, hold |
+
+`_plain` and `_lead_run` say whether the first two apply; the full pass sets them when it ends at rest.
+A template without regex delimiters keeps no context (`CONTEXT` 0) and declares
+`feed = CompiledParser.feed_without_context`, whose plain-chunk path does not even keep the chunk.
 """
 
 from __future__ import annotations
 
+from respc.runtime.contract import check_contract
 from respc.runtime.scan import LazyRegex, run_start
 from respc.runtime.tools import coerce_tool_calls, tool_params
 
 TYPE_CHECKING = False  # typing costs ~5 ms to import: keep it off a generated module's import path
 if TYPE_CHECKING:
     from typing import Any, ClassVar
+
+    from respc.runtime.contract import Field, State
 
 __all__ = ["PREFIX_REQUIRED", "CompiledParser"]
 
@@ -26,66 +42,31 @@ PREFIX_REQUIRED = (
     'already contains the complete message, pass `prefix=""` to opt out explicitly.'
 )
 
-
 _find = str.find
-_COALESCE = 512  # parts of a region joined into one block at a time
-
-
+_COALESCE = 512  # parts of a region (or pieces of a held run) joined into one block at a time
 _SIZED = (list, dict, str)  # values the oracle drops from the message when empty (None always)
 
 
 class CompiledParser:
     """Streaming parser for one compiled template; see the generated subclass for the format."""
 
-    # Filled in by the generated subclass.
-    IMPLICIT: ClassVar[Any] = None  # the implicit field's name, or None for the null sink
-    SCANS: ClassVar[
-        dict
-    ]  # state (field name, or IMPLICIT outside explicit regions) -> streaming scan (buf, pos)
-    ENDS: ClassVar[dict]  # state -> its end-of-stream scan: (buf, pos) -> the delimiter to commit, or None
-    QUICK: ClassVar[dict]  # state -> pattern: a class of every watched delimiter's first char, or None
-    FIRST: ClassVar[dict]  # state -> the one character QUICK's class holds, checked with `in`, or None
-    TAILS: ClassVar[dict]  # state -> character sets of the trailing runs that lead-run delimiters hold
-    DIRTY: ClassVar[dict]  # field name -> the `dirty` flag of its chunks
-    VALUES: ClassVar[dict]  # field name -> function(body, captures) giving the region's value
-    JOINS: ClassVar[dict]  # field name -> join string, for repeated fields with `join`
-    REPEATS: ClassVar[frozenset]  # fields whose values are collected in a list
+    # Declared by the generated subclass (the contract version is checked when the class is created).
+    CONTRACT: ClassVar[int]
+    TARGET: ClassVar[str]  # the transformers release it parses as: "5.23"
+    TEMPLATE: ClassVar[dict]  # the response template it was compiled from
+    STATES: ClassVar[dict[Any, State]]  # state (field name; IMPLICIT outside explicit regions) -> State
+    FIELDS: ClassVar[dict[Any, Field]]  # field name -> Field
+    IMPLICIT: ClassVar[Any]  # the implicit field's name, or None for the null sink
     REQUIRED: ClassVar[tuple]  # fields with `optional` false, in template order
-    DEFAULT_KEYS: ClassVar[frozenset]
+    DEFAULT_KEYS: ClassVar[frozenset]  # the keys of `defaults`, never dropped from the message
     START_ANCHOR: ClassVar[Any]  # compiled start anchor
     START_ANCHOR_KIND: ClassVar[str]  # "start_anchor" or "start_anchor_pattern"
-    KEEP: ClassVar[int | None]  # consumed characters kept as pattern context; None keeps everything
-
-    # state -> (scan, end, quick, first, tails, dirty): what entering a state sets, looked up once.
-    _STATES: ClassVar[dict | None]
-    # field -> (value function, join or None, repeats): what closing a region needs, looked up once.
-    _FIELDS: ClassVar[dict]
+    CONTEXT: ClassVar[int | None]  # consumed characters kept as pattern context; None keeps everything
+    PATTERNS: ClassVar[tuple]  # every `LazyRegex` the module holds, for `warm_up`
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls._STATES = None  # built by the first parser: taking a LazyRegex's `search` compiles it
-        if cls.KEEP == 0 and "feed" not in cls.__dict__:
-            cls.feed = CompiledParser._feed_without_context  # type: ignore[method-assign]
-        cls._FIELDS = {
-            name: (value, cls.JOINS.get(name), name in cls.REPEATS) for name, value in cls.VALUES.items()
-        }
-
-    @classmethod
-    def _build_states(cls) -> dict:
-        cls._STATES = {
-            state: (
-                scan,
-                cls.ENDS[state],
-                # A pattern's `search` (modules generated before respc compiled patterns lazily held
-                # the bound `search` itself: accepted as is).
-                getattr(cls.QUICK[state], "search", cls.QUICK[state]),
-                cls.FIRST[state],
-                cls.TAILS[state],
-                cls.DIRTY.get(state, False),
-            )
-            for state, scan in cls.SCANS.items()
-        }
-        return cls._STATES
+        check_contract(cls)
 
     @classmethod
     def warm_up(cls) -> None:
@@ -95,15 +76,9 @@ class CompiledParser:
         first parse then pays for importing `regex` (~15 ms once per process). A server that would rather
         pay it at start-up calls this once.
         """
-        # The patterns the scans use live in their modules' globals (a subclass may bring its own).
-        modules = {id(f.__globals__): f.__globals__ for f in (*cls.SCANS.values(), *cls.ENDS.values())}
-        for namespace in modules.values():
-            for value in list(namespace.values()):
-                if isinstance(value, LazyRegex):
-                    value.compiled()
-        if isinstance(cls.START_ANCHOR, LazyRegex):
-            cls.START_ANCHOR.compiled()
-        cls._build_states()
+        for pattern in (*cls.PATTERNS, cls.START_ANCHOR):
+            if isinstance(pattern, LazyRegex):
+                pattern.compiled()
 
     @staticmethod
     def defaults() -> dict:
@@ -117,6 +92,7 @@ class CompiledParser:
             raise ValueError(PREFIX_REQUIRED)
         if errors not in ("strict", "keep"):
             raise ValueError(f"errors must be 'strict' or 'keep', got {errors!r}")
+        self._arguments = (prefix, tools, errors)
         self._tools = tool_params(tools) if tools else {}
         # errors="keep": a region that fails to parse is reported here instead of raising (not upstream).
         self.errors: list[dict] | None = [] if errors == "keep" else None
@@ -124,10 +100,10 @@ class CompiledParser:
         self._pos = 0
         self._output: dict[str, Any] = self.defaults()
         self._finalized = False
-        self._fast = False  # set by feed() once the common case applies
-        self._run = None  # likewise, for states whose delimiters may start with a run (`\s*<tool_call>`)
-        self._held: list[str] = []  # the `_run` path's newest pieces of a held run, not yet in _buf
-        self._held_at = _COALESCE
+        self._plain = False  # the plain-chunk path applies (set by the full pass)
+        self._lead_run: frozenset[str] | None = None  # likewise the lead-run path, with its run characters
+        self._run_pieces: list[str] = []  # the lead-run path's newest pieces of a held run, not yet in _buf
+        self._run_pieces_limit = _COALESCE
         self._reset()
         self.initial_events: list[dict] = []
         if prefix:
@@ -136,6 +112,31 @@ class CompiledParser:
                 self._buf = remainder
                 self._process(self.initial_events, False)
                 self._trim()
+
+    # -- read-only accessors (what the serving layer uses) -------------------------------------------
+
+    @property
+    def current_field(self) -> Any:
+        """The field whose region the parser is in: an explicit region's field, else the implicit field
+        (None when the template has none)."""
+        return self._current
+
+    @property
+    def tool_parameters(self) -> dict[str, dict]:
+        """The `properties` of each tool's parameters, by tool name, as `tools=` gave them."""
+        return self._tools
+
+    @property
+    def finalized(self) -> bool:
+        return self._finalized
+
+    def restart(self) -> CompiledParser:
+        """A new parser of this class, as this one was right after construction (same prefix, tools
+        and errors mode)."""
+        prefix, tools, errors = self._arguments
+        return type(self)(prefix, tools=tools, errors=errors)
+
+    # -- streaming -------------------------------------------------------------------------------------
 
     def _truncate_past_last_anchor(self, prefix: str) -> str:
         last_end = None
@@ -152,189 +153,168 @@ class CompiledParser:
             return prefix
         return prefix[last_end:]
 
+    def _enter(self, state: Any) -> None:
+        """Take the scans and fast-path facts of `state`."""
+        row = self.STATES[state]
+        self._scan = row.scan
+        self._end_scan = row.end_scan
+        self._start_char = row.start_char
+        self._starts = row.starts
+        self._runs = row.runs
+        self._dirty = row.dirty
+
     def _reset(self) -> None:
-        current = self.IMPLICIT
-        self._current = current
-        states = self._STATES or self._build_states()
-        self._scan, self._end, self._quick, self._first, self._tails, self._dirty = states[current]
+        self._current = self.IMPLICIT
+        self._enter(self.IMPLICIT)
         self._captures: dict[str, str] = {}
         self._parts: list[str] = []
-        self._coalesce_at = _COALESCE
+        self._parts_limit = _COALESCE
         self._opened = False
         self._empty_open = False  # a zero-width open with no text routed since (quirk Q5 guard)
 
     def _trim(self) -> None:
-        keep = self.KEEP
-        if keep is not None and self._pos > keep:
-            self._buf = self._buf[self._pos - keep :]
-            self._pos = keep
+        context = self.CONTEXT
+        if context is not None and self._pos > context:
+            self._buf = self._buf[self._pos - context :]
+            self._pos = context
 
     def feed(self, text: str) -> list[dict]:
         """Consume the next piece of model output; returns the events it caused."""
-        # The common case, kept to a few operations: a region is open, nothing is held back, and no
-        # watched delimiter can start in this chunk, so the oracle's pass routes the whole chunk as one
-        # event. (str.find also makes a non-str chunk raise TypeError, as upstream.)
-        if self._fast and text and _find(text, self._first) < 0:
+        # Plain chunk (see the module docstring). str.find also makes a non-str chunk raise TypeError.
+        if self._plain and text and _find(text, self._start_char) < 0:
             self._buf = text  # the chunk is all the context the patterns can look back at
             self._pos = len(text)
-            parts = self._parts
+            parts = self._parts  # `_append`, inlined: this path is most of a stream's feeds
             parts.append(text)
-            if len(parts) >= self._coalesce_at:
+            if len(parts) >= self._parts_limit:
                 self._coalesce()
             return [{"type": "region_chunk", "field": self._current, "text": text, "dirty": self._dirty}]
-        # The same for a state watching `\s*<tool_call>`-style delimiters: only a trailing run of one
-        # class can be pending (no watched delimiter can start in the chunk or the held text), so route
-        # up to the run and hold the run, as the oracle's pass does.
-        run = self._run
+        run = self._lead_run
         if run is not None:
             if not text:
                 # The oracle ignores an empty (or any false) chunk and reruns its pass, which changes
                 # nothing here: the state is at rest. Answering directly keeps the empty deltas of a
                 # streaming detokenizer from sending a held run through the slow path (rejoined, rescanned).
                 return []
-            held = self._held
-            # The held text, if any, is itself such a run (`held` holds its newest pieces).
-            if _find(text, self._first) < 0 and (held or _find(self._buf, self._first, self._pos) < 0):
+            pieces = self._run_pieces  # the held text, if any, is such a run (`pieces` are its newest)
+            first = self._start_char
+            if _find(text, first) < 0 and (pieces or _find(self._buf, first, self._pos) < 0):
                 cut = len(text)
                 while cut and text[cut - 1] in run:
                     cut -= 1
                 if not cut:
                     # The whole chunk extends the held run. Set it aside rather than copy the held text
-                    # on every feed (quadratic in a long run); blocks as `_coalesce` makes bound memory.
-                    held.append(text)
-                    if len(held) >= self._held_at:
-                        held[-_COALESCE:] = ["".join(held[-_COALESCE:])]
-                        self._held_at = len(held) + _COALESCE
+                    # on every feed (quadratic in a long run), in blocks as `_coalesce` does.
+                    pieces.append(text)
+                    if len(pieces) >= self._run_pieces_limit:
+                        pieces[-_COALESCE:] = ["".join(pieces[-_COALESCE:])]
+                        self._run_pieces_limit = len(pieces) + _COALESCE
                     return []
-                if held:
-                    self._unhold()
+                if pieces:
+                    self._rejoin_run()
                 routed = self._buf[self._pos :] + text[:cut]
                 self._buf = routed[-1] + text[cut:]  # one character of context, as _trim keeps
                 self._pos = 1
-                parts = self._parts
-                parts.append(routed)
-                if len(parts) >= self._coalesce_at:
-                    self._coalesce()
+                self._append(routed)
                 return [
                     {"type": "region_chunk", "field": self._current, "text": routed, "dirty": self._dirty}
                 ]
         return self._feed_slow(text)
 
-    def _feed_without_context(self, text: str) -> list[dict]:
+    def feed_without_context(self, text: str) -> list[dict]:
         """Consume the next piece of model output; returns the events it caused.
 
-        (`feed` for templates without regex delimiters, installed by `__init_subclass__`: literals never
-        look back, so the common case need not even keep the chunk as context.)"""
-        if self._fast and text and _find(text, self._first) < 0:
-            parts = self._parts
+        (`feed` of templates without regex delimiters: literals never look back, so the plain-chunk path
+        need not even keep the chunk as context.)"""
+        if self._plain and text and _find(text, self._start_char) < 0:
+            parts = self._parts  # `_append`, inlined
             parts.append(text)
-            if len(parts) >= self._coalesce_at:
+            if len(parts) >= self._parts_limit:
                 self._coalesce()
             return [{"type": "region_chunk", "field": self._current, "text": text, "dirty": self._dirty}]
         return self._feed_slow(text)
 
     def _feed_slow(self, text: str) -> list[dict]:
-        if self._held:
-            self._unhold()
-        self._fast = False  # until this feed has finished without error
-        self._run = None
-        events = self._feed(text)
-        if (
-            self._first is not None
-            and self._current is not None
-            and self._opened
-            and self.KEEP is not None
-            and not self._empty_open
-        ):
-            tails = self._tails
-            self._fast = not tails and self._pos == len(self._buf)
-            self._run = tails[0] if len(tails) == 1 else None
-        return events
-
-    def _unhold(self) -> None:
-        """Put the pieces of a held run that `feed` set aside back at the end of the buffer."""
-        self._buf += "".join(self._held)
-        self._held = []
-        self._held_at = _COALESCE
-
-    def _feed(self, text: str) -> list[dict]:
         if self._finalized:
             raise RuntimeError("ResponseParser already finalized")
-        if text:
-            first = self._first
-            if first is not None:
-                plain = _find(text, first) < 0
-            else:
-                quick = self._quick
-                plain = quick is not None and quick(text) is None
-            if plain:  # no watched delimiter can start in this chunk
-                buf = self._buf
-                pos = self._pos
-                if pos == len(buf) and not self._tails:
-                    # Nothing held either: the oracle's pass routes the whole chunk as one event.
-                    buf = buf + text if self.KEEP is None else text  # the chunk is context enough
-                    self._buf = buf
-                    self._pos = len(buf)
-                    self._empty_open = False
-                    current = self._current
-                    if current is None:
-                        return []
-                    parts = self._parts
-                    parts.append(text)
-                    if len(parts) >= self._coalesce_at:
-                        self._coalesce()
-                    chunk = {"type": "region_chunk", "field": current, "text": text, "dirty": self._dirty}
-                    if self._opened:
-                        return [chunk]
-                    self._opened = True
-                    return [{"type": "region_open", "field": current}, chunk]
-                if self._tails and (
-                    pos == len(buf)
-                    or (buf.find(first, pos) < 0 if first is not None else self._quick(buf, pos) is None)
-                ):
-                    return self._feed_runs(text)
-            self._buf += text
+        if self._run_pieces:
+            self._rejoin_run()
+        self._plain = False  # until this feed has finished without error
+        self._lead_run = None
         events: list[dict] = []
-        self._process(events, False)
-        self._trim()
+        if text and self._skips_scan(text):
+            self._route_skipping_scan(events, text)
+        else:
+            if text:
+                self._buf += text
+            self._process(events, False)
+            self._trim()
+        if self._current is not None and self._opened and self.CONTEXT is not None and not self._empty_open:
+            if self._start_char is not None:
+                runs = self._runs
+                self._plain = not runs and self._pos == len(self._buf)
+                self._lead_run = runs[0] if len(runs) == 1 else None
         return events
 
-    def _feed_runs(self, text: str) -> list[dict]:
-        """No watched delimiter can complete in the unconsumed text: only lead-run delimiters
-        (`\\s*<tool_call>`) can be pending, on the trailing run of their class. Route up to that run and
-        hold it, as the oracle's pass does, without scanning for every delimiter."""
-        buf = self._buf + text
-        pos = self._pos
-        tails = self._tails
-        if len(tails) == 1:
-            run = tails[0]
+    def _skips_scan(self, text: str) -> bool:
+        """Whether no watched delimiter can start in `text` nor complete in the held text: nothing is held,
+        or (when lead runs are watched) the held text is such a run, holding no start character either."""
+        first = self._start_char
+        if first is not None:
+            if _find(text, first) >= 0:
+                return False
+        elif self._starts is None or self._starts.search(text) is not None:
+            return False
+        buf, pos = self._buf, self._pos
+        if pos == len(buf):
+            return True
+        if not self._runs:
+            return False  # held text is a partial delimiter the chunk may complete
+        return _find(buf, first, pos) < 0 if first is not None else self._starts.search(buf, pos) is None
+
+    def _route_skipping_scan(self, events: list[dict], text: str) -> None:
+        """No watched delimiter can start in the chunk (nor complete in the held text): the oracle's pass
+        routes everything but a trailing run that a lead-run delimiter (`\\s*<tool_call>`) may start."""
+        buf = self._buf + text if self.CONTEXT is None or self._pos < len(self._buf) else text
+        pos = self._pos if buf is not text else 0
+        runs = self._runs
+        if not runs:
+            hold = len(buf)
+        elif len(runs) == 1:
+            run = runs[0]
             hold = len(buf)
             while hold > pos and buf[hold - 1] in run:
                 hold -= 1
         else:
-            hold = min(run_start(buf, pos, run) for run in tails)
+            hold = min(run_start(buf, pos, run) for run in runs)
         self._buf = buf
         self._pos = hold
-        if hold == pos:
-            return []
-        events: list[dict] = []
-        self._route(events, buf[pos:hold])
-        if self.KEEP is not None and hold > 1:
-            self._buf = buf[hold - 1 :]  # one character of context is all the patterns look back at
-            self._pos = 1
-        return events
+        self._empty_open = self._empty_open and hold == pos
+        if hold > pos:
+            self._route(events, buf[pos:hold])
+            if self.CONTEXT is not None and hold > 1:
+                self._buf = buf[hold - 1 :]  # one character of context is all the patterns look back at
+                self._pos = 1
+
+    def _rejoin_run(self) -> None:
+        """Put the pieces of a held run that `feed` set aside back at the end of the buffer."""
+        self._buf += "".join(self._run_pieces)
+        self._run_pieces = []
+        self._run_pieces_limit = _COALESCE
 
     def finalize(self) -> tuple[dict, list[dict]]:
         """End the stream: close what is open and return `(message, events)`."""
         if self._finalized:
             raise RuntimeError("ResponseParser already finalized")
-        if self._held:
-            self._unhold()
-        self._fast = False
-        self._run = None
+        if self._run_pieces:
+            self._rejoin_run()
+        self._plain = False
+        self._lead_run = None
         events: list[dict] = []
         self._process(events, True)
         return self._finish(events), events
+
+    # -- whole messages --------------------------------------------------------------------------------
 
     @classmethod
     def parse_whole(cls, text: str, prefix: str | None, tools: list | None, errors: str) -> dict:
@@ -346,7 +326,7 @@ class CompiledParser:
         parser = cls(prefix, tools=tools, errors=errors)
         if text:
             parser._buf += text
-        parser._run_to_end()
+        parser._process(None, True)
         message = parser._finish(None)
         if parser.errors:
             message["parse_errors"] = parser.errors
@@ -380,88 +360,50 @@ class CompiledParser:
         self._finalized = True
         return self._output
 
+    # -- the pass --------------------------------------------------------------------------------------
+
     def _process(self, events: list[dict] | None, eos: bool) -> None:
         """The oracle's processing pass; `events` is None when nobody will read them."""
         buf = self._buf
+        pos = self._pos
+        hold = len(buf)
         while True:
-            pos = self._pos
             if eos:
-                commit = self._end(buf, pos)
+                commit = self._end_scan(buf, pos)
             else:
                 commit, hold = self._scan(buf, pos)
-            if commit is not None:
-                start, end, is_open, name, match = commit
-                if start > pos:
-                    self._route(events, buf[pos:start])
-                # The oracle moves past the delimiter before closing, so a failing close leaves it consumed.
-                self._pos = end
-                if is_open:
-                    self._close(events)
-                    self._open(events, name, match, start == end)
-                else:
-                    had_opened = self._opened
-                    zero_width_open = self._empty_open
-                    self._close(events)
-                    if start == end:
-                        if not had_opened:
-                            break  # the oracle stops the pass here rather than re-fire (quirk Q4)
-                        if zero_width_open:
-                            raise RuntimeError(
-                                f"response template field {name!r}: its open and close both matched the empty "
-                                f"string at the same place, so transformers would loop forever here"
-                            )
-                continue
-            if eos:
-                if pos < len(buf):
-                    self._route(events, buf[pos:])
-                    self._pos = len(buf)
-                self._close(events)
-                break
-            if hold > pos:
-                self._route(events, buf[pos:hold])
-                self._pos = hold
-            break
-
-    def _run_to_end(self) -> None:
-        """`_process(None, True)` for `parse_whole`, with the loop's state in local variables: nothing is
-        held at the end of the stream, so each region's text is routed as one slice."""
-        buf = self._buf
-        pos = self._pos
-        while True:
-            commit = self._end(buf, pos)
             if commit is None:
                 break
             start, end, is_open, name, match = commit
             if start > pos:
-                self._empty_open = False
-                if self._current is not None:
-                    self._parts.append(buf[pos:start])
-                    self._opened = True
+                self._route(events, buf[pos:start])
             # The oracle moves past the delimiter before closing, so a failing close leaves it consumed.
             self._pos = pos = end
             if is_open:
-                if self._opened:
-                    self._close(None)
-                self._open(None, name, match, start == end)
-            else:
-                had_opened = self._opened
-                zero_width_open = self._empty_open
-                if had_opened:
-                    self._close(None)
-                if start == end:
-                    if not had_opened:
-                        return  # the oracle stops the pass here rather than re-fire (quirk Q4)
-                    if zero_width_open:
-                        raise RuntimeError(
-                            f"response template field {name!r}: its open and close both matched the empty "
-                            f"string at the same place, so transformers would loop forever here"
-                        )
-        if pos < len(buf):
-            if self._current is not None:
-                self._parts.append(buf[pos:])
-                self._opened = True
-            self._pos = len(buf)
-        self._close(None)
+                self._close(events)
+                self._open(events, name, match, start == end)
+                continue
+            had_opened = self._opened
+            zero_width_open = self._empty_open
+            if match is not None and self.FIELDS[name].close_captures:
+                self._captures.update({k: v for k, v in match.groupdict().items() if v is not None})
+            self._close(events)
+            if start == end:
+                if not had_opened:
+                    return  # the oracle stops the pass here rather than re-fire (quirk Q4)
+                if zero_width_open:
+                    raise RuntimeError(
+                        f"response template field {name!r}: its open and close both matched the empty "
+                        f"string at the same place, so transformers would loop forever here"
+                    )
+        if eos:
+            if pos < len(buf):
+                self._route(events, buf[pos:])
+                self._pos = len(buf)
+            self._close(events)
+        elif hold > pos:
+            self._route(events, buf[pos:hold])
+            self._pos = hold
 
     def _coalesce(self) -> None:
         """Join the newest parts of a long region into one block: a 4-character chunk held as its own
@@ -469,17 +411,22 @@ class CompiledParser:
         copied once more, and the blocks themselves are only joined at close."""
         parts = self._parts
         parts[-_COALESCE:] = ["".join(parts[-_COALESCE:])]
-        self._coalesce_at = len(parts) + _COALESCE
+        self._parts_limit = len(parts) + _COALESCE
+
+    def _append(self, text: str) -> None:
+        """Add routed text to the open region's body."""
+        parts = self._parts
+        parts.append(text)
+        if len(parts) >= self._parts_limit:
+            self._coalesce()
 
     def _route(self, events: list[dict] | None, text: str) -> None:
+        """Route text into the current region (opening the implicit one lazily), as one chunk event."""
         self._empty_open = False
         current = self._current
         if current is None:
-            return
-        parts = self._parts
-        parts.append(text)
-        if len(parts) >= self._coalesce_at:
-            self._coalesce()
+            return  # the null sink discards it
+        self._append(text)
         if events is None:
             self._opened = True
             return
@@ -490,14 +437,12 @@ class CompiledParser:
 
     def _open(self, events: list[dict] | None, name: Any, match: Any, zero_width: bool) -> None:
         self._current = name
-        # (`_STATES` may still be unbuilt in a parser unpickled in a fresh process: __init__ never ran.)
-        states = self._STATES or self._build_states()
-        self._scan, self._end, self._quick, self._first, self._tails, self._dirty = states[name]
+        self._enter(name)
         self._captures = (
             {} if match is None else {k: v for k, v in match.groupdict().items() if v is not None}
         )
         self._parts = []
-        self._coalesce_at = _COALESCE
+        self._parts_limit = _COALESCE
         self._opened = True
         self._empty_open = zero_width
         if events is not None:
@@ -506,15 +451,18 @@ class CompiledParser:
     def _close(self, events: list[dict] | None) -> None:
         current = self._current
         if not self._opened:
-            # Only the implicit region (or the null sink) can be unopened, and it has nothing to reset.
+            # Only the implicit region (or the null sink) can be unopened: nothing to close, and its
+            # state is already the one a reset gives (captures aside, which only a close match adds).
+            self._captures = {}
             return
         body = "".join(self._parts)
         output = self._output
         try:
-            parse, join, repeats = self._FIELDS[current]
-            value = parse(body, self._captures)
+            field = self.FIELDS[current]
+            value = field.value(body, self._captures)
             if self._tools:
                 value = coerce_tool_calls(value, self._tools)
+            join = field.join
             if join is not None:
                 if not isinstance(value, str):
                     raise ValueError(
@@ -523,7 +471,7 @@ class CompiledParser:
                     )
                 previous = output.get(current)
                 output[current] = value if previous is None else previous + join + value
-            elif repeats:
+            elif field.repeats:
                 output.setdefault(current, []).append(value)
             else:
                 output[current] = value

@@ -17,6 +17,11 @@ if TYPE_CHECKING:
 
 
 __all__ = [
+    "RUN_CLASSES",
+    "RUN_NEWLINE",
+    "RUN_SPACE",
+    "RUN_SPACE_TAB",
+    "RUN_WHITESPACE",
     "LazyRegex",
     "SearchTimeout",
     "partial_start",
@@ -27,6 +32,24 @@ __all__ = [
     "scan_pattern",
     "set_search_timeout",
 ]
+
+# The characters of the leading runs that lead-run delimiters (`\s*<tool_call>`) start with, by the
+# regex class of one run character. Scans check them with set membership (the `regex` module's call
+# overhead dominates one-character checks); tests/test_runtime.py enumerates Unicode to prove each set
+# equals what the `regex` module's class matches.
+RUN_WHITESPACE = frozenset(
+    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000"
+)
+RUN_NEWLINE = frozenset("\n")
+RUN_SPACE_TAB = frozenset("\t ")
+RUN_SPACE = frozenset(" ")
+RUN_CLASSES = {  # regex class -> (name of the constant, its characters)
+    r"\s": ("RUN_WHITESPACE", RUN_WHITESPACE),
+    r"\n": ("RUN_NEWLINE", RUN_NEWLINE),
+    r"[ \t]": ("RUN_SPACE_TAB", RUN_SPACE_TAB),
+    " ": ("RUN_SPACE", RUN_SPACE),
+}
 
 _LIMIT: list[float | None] = [None]  # seconds allowed for one delimiter search; None: no limit
 

@@ -1,0 +1,87 @@
+"""The rows of the tables a generated parser class declares, and the check of its contract version.
+
+`STATES` maps each parser state (a field's name inside its explicit region; the implicit field's name,
+or None for the null sink, outside) to a `State`; `FIELDS` maps each field to a `Field`. The generated
+code holds the decisions (one scan function per state, one value function per field); the runtime reads
+these rows and holds the mechanism.
+"""
+
+from __future__ import annotations
+
+from respc.runtime import CONTRACT
+
+TYPE_CHECKING = False  # typing costs ~5 ms to import: keep it off a generated module's import path
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+__all__ = ["ContractError", "Field", "State", "check_contract"]
+
+
+class ContractError(ImportError):
+    """A generated module written for another version of the runtime's contract."""
+
+
+class State:
+    """How the parser scans in one state.
+
+    `scan(buf, pos)` is the streaming scan, returning `(commit, hold)`; `end_scan(buf, pos)` the
+    end-of-stream scan, returning the commit or None (a commit is `(start, end, is_open, field, match)`).
+    `start_char` is the one character every watched delimiter starts with, when there is one; else
+    `starts` is a pattern matching each character a watched delimiter can start with, when that is known.
+    A chunk holding none of them cannot complete a delimiter, so it is routed without scanning. `runs`
+    are the characters of the trailing runs that `\\s*<x>`-style delimiters hold back; `dirty` is the
+    flag of the chunks routed in this state.
+    """
+
+    __slots__ = ("dirty", "end_scan", "runs", "scan", "start_char", "starts")
+
+    def __init__(
+        self,
+        *,
+        scan: Callable,
+        end_scan: Callable,
+        start_char: str | None = None,
+        starts: Any = None,
+        runs: tuple[frozenset[str], ...] = (),
+        dirty: bool = False,
+    ) -> None:
+        self.scan = scan
+        self.end_scan = end_scan
+        self.start_char = start_char
+        self.starts = starts
+        self.runs = runs
+        self.dirty = dirty
+
+
+class Field:
+    """What closing a region of one field does.
+
+    `value(body, captures)` gives the region's value (content parser, then transform); `join` is the
+    string a repeated text field joins its values with (None: no join); `repeats` collects the values in
+    a list; `close_captures` adds the named groups of the close match to the captures first.
+    """
+
+    __slots__ = ("close_captures", "join", "repeats", "value")
+
+    def __init__(
+        self, *, value: Callable, join: str | None = None, repeats: bool = False, close_captures: bool = False
+    ) -> None:
+        self.value = value
+        self.join = join
+        self.repeats = repeats
+        self.close_captures = close_captures
+
+
+def check_contract(cls: type) -> None:
+    """Refuse, with one line, a generated class written against another contract version."""
+    declared = cls.__dict__.get("CONTRACT")
+    if declared == CONTRACT:
+        return
+    module = cls.__module__
+    written = "an older respc (before contract versions)" if declared is None else f"contract {declared}"
+    raise ContractError(
+        f"{module}: this parser module was generated for {written}, but this respc runtime speaks "
+        f"contract {CONTRACT}; regenerate it (`respc regen` for the shipped presets, "
+        "`respc compile SOURCE -o OUT` for your own modules)"
+    )

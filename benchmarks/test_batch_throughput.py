@@ -17,7 +17,7 @@ import time
 import pytest
 from workloads import response, template
 
-from respc.batch import parse_records
+from respc.batch import ParserSource, parse_records
 
 RECORDS = 20_000
 SHAPE = "smollm"
@@ -29,7 +29,7 @@ def _lines() -> list[str]:
 
 def _parse(lines: list[str], workers: int) -> int:
     """The number of records that failed."""
-    return sum(bad for _, bad in parse_records(lines, ("template", template(SHAPE)), workers=workers))
+    return sum(bad for _, bad in parse_records(lines, ParserSource(template=template(SHAPE)), workers=workers))
 
 
 @pytest.mark.parametrize("workers", (1, 2))

@@ -8,10 +8,8 @@ tokens. The oracle is a transformers `PreTrainedTokenizerFast` wrapping a copy o
 from __future__ import annotations
 
 import json
-import logging
 import os
 import random
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -538,189 +536,6 @@ def test_for_model_behaves_like_the_tokenizer_methods(family: str, tmp_path: Pat
     assert stream.finalize() == theirs.finalize()
 
 
-def _shipped_presets() -> list[str]:
-    try:
-        return respc.presets()
-    except ModuleNotFoundError:  # respc/generated/_registry.py not written yet
-        return []
-
-
-@pytest.mark.parametrize("template", [None, "null"])
-def test_for_model_without_a_template_uses_the_preset_or_says_why(template: Any, tmp_path: Path) -> None:
-    presets = _shipped_presets()
-    if presets:
-        from respc.registry import preset_info
-
-        name = presets[0]
-        model_type = preset_info(name)["model_types"][0]
-        directory = _model_dir(tmp_path, "smollm", template=template, model_type=model_type)
-        parser = model.for_model(directory, cache=tmp_path / "cache")
-        assert parser.origin == f"preset {name}"
-        assert parser.module is respc.load_preset(name)
-    else:
-        directory = _model_dir(tmp_path, "smollm", template=template, model_type="smollm3")
-        with pytest.raises(model.ResponseTemplateNotFound, match="ships no presets"):
-            model.for_model(directory, cache=tmp_path / "cache")
-    (directory / "config.json").write_text(json.dumps({"model_type": "no-such-model"}), encoding="utf-8")
-    with pytest.raises(
-        model.ResponseTemplateNotFound, match=r"has no response_template, and (no preset|this)"
-    ):
-        model.for_model(directory, cache=tmp_path / "cache")
-    (directory / "config.json").unlink()
-    with pytest.raises(model.ResponseTemplateNotFound, match="no model_type"):
-        model.for_model(directory, cache=tmp_path / "cache")
-
-
-def test_for_model_reports_a_bad_directory(tmp_path: Path) -> None:
-    with pytest.raises(NotADirectoryError):
-        model.for_model(tmp_path / "absent")
-    directory = _model_dir(tmp_path, "smollm")
-    (directory / "tokenizer_config.json").write_text("{not json", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"tokenizer_config\.json: not valid JSON"):
-        model.for_model(directory)
-    bad = {"fields": {"content": {"close": 5}}}
-    (directory / "tokenizer_config.json").write_text(json.dumps({"response_template": bad}), encoding="utf-8")
-    with pytest.raises(respc.TemplateError):
-        model.for_model(directory, cache=tmp_path / "cache")
-
-
-# --- the disk cache ----------------------------------------------------------------------------------
-
-
-def test_template_key_is_the_compiler_template_hash() -> None:
-    from respc.compiler import template_hash
-
-    for template in [*TEMPLATES.values(), {"fields": {"x": {"close": "\udc80"}}}, {"a": float("nan")}]:
-        assert model.template_key(template) == template_hash(template)
-    assert model.template_key({"fields": ("tuple",)}) == template_hash({"fields": ("tuple",)})
-
-
-def _cache_files(directory: Path) -> list[Path]:
-    return sorted(p for p in directory.rglob("*") if p.is_file())
-
-
-def test_the_second_call_loads_from_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    template = TEMPLATES["gemma4"]
-    first = model.cached_module(template, cache=tmp_path / "a")
-    (cached,) = _cache_files(tmp_path / "a")
-    assert cached.name == f"{model.template_key(template)}.py" and first.__file__ == str(cached)
-    shutil.copytree(tmp_path / "a", tmp_path / "b")  # a new cache path, so not the in-process cache
-
-    def no_compiling(*args: Any, **kwargs: Any) -> str:
-        raise AssertionError("compiled although the cache holds the module")
-
-    monkeypatch.setattr("respc.compiler.generate_source", no_compiling)
-    second = model.cached_module(template, cache=tmp_path / "b")
-    assert second.__file__.startswith(str(tmp_path / "b"))
-    assert second.parse_response(STREAMED["gemma4"][1], prefix="") == first.parse_response(
-        STREAMED["gemma4"][1], prefix=""
-    )
-    monkeypatch.setenv(model.CACHE_ENV, str(tmp_path / "b"))
-    assert model.cache_dir() == tmp_path / "b"
-    assert model.cached_module(template) is second
-
-
-@pytest.mark.parametrize("damage", ["garbage", "truncated", "other template", "empty", "world-writable"])
-def test_a_damaged_cache_file_is_rebuilt(
-    damage: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    template = TEMPLATES["smollm"]
-    model.cached_module(template, cache=tmp_path / "a")
-    (good,) = _cache_files(tmp_path / "a")
-    source = good.read_text(encoding="utf-8")
-    shutil.copytree(tmp_path / "a", tmp_path / "b")
-    (path,) = _cache_files(tmp_path / "b")
-    if damage == "garbage":
-        path.write_bytes(b"\x00\xff not python")
-    elif damage == "truncated":
-        path.write_text(source[: len(source) // 2], encoding="utf-8")
-    elif damage == "other template":
-        other = respc.generate_source(TEMPLATES["qwen3"], name="tokenizer_config.json")
-        path.write_text(other.replace(model.template_key(TEMPLATES["qwen3"]), path.stem), encoding="utf-8")
-    elif damage == "empty":
-        path.write_text("", encoding="utf-8")
-    else:
-        path.chmod(0o666)
-    with caplog.at_level(logging.WARNING, logger="respc"):
-        module = model.cached_module(template, cache=tmp_path / "b")
-    assert "rebuilding cached parser" in caplog.text
-    assert module.TEMPLATE == template
-    assert path.read_text(encoding="utf-8") == source
-    assert [p.name for p in _cache_files(tmp_path / "b")] == [path.name]  # no temporary files left
-
-
-_RACE = """
-import os, sys, time
-import respc.model as model
-while not os.path.exists(sys.argv[2]):
-    time.sleep(0.005)
-template = {
-    "defaults": {"role": "assistant"},
-    "start_anchor": "<|assistant|>",
-    "fields": {"content": {"close": "<|end|>", "content": "text"}},
-}
-module = model.cached_module(template, cache=sys.argv[1])
-assert module.parse_response("hi<|end|>", prefix="") == {"role": "assistant", "content": "hi"}
-"""
-
-
-def test_concurrent_processes_share_the_cache_safely(tmp_path: Path) -> None:
-    go = tmp_path / "go"
-    workers = [
-        subprocess.Popen(
-            [sys.executable, "-c", _RACE, str(tmp_path / "cache"), str(go)], stderr=subprocess.PIPE
-        )
-        for _ in range(4)
-    ]
-    go.touch()
-    for worker in workers:
-        _, err = worker.communicate(timeout=120)
-        assert worker.returncode == 0, err.decode()
-    files = _cache_files(tmp_path / "cache")
-    assert len(files) == 1 and files[0].suffix == ".py", files
-
-
-# --- writing a template back -----------------------------------------------------------------------
-
-
-def test_write_response_template_keeps_every_other_key(tmp_path: Path) -> None:
-    path = tmp_path / "tokenizer_config.json"
-    original = {
-        "add_bos_token": False,
-        "response_template": {"fields": {"content": {"close": "<old>"}}},
-        "added_tokens_decoder": {"7": {"content": "<|im_end|>", "special": True}},
-        "tokenizer_class": "PreTrainedTokenizerFast",
-        "chat_template": "{{ messages }}",
-        "model_max_length": 1e30,
-        "extra_special_tokens": ["é", "你好"],
-    }
-    path.write_text(json.dumps(original, indent=2), encoding="utf-8")
-    path.chmod(0o640)
-    assert model.write_response_template(tmp_path, TEMPLATES["smollm"]) == path
-    written = json.loads(path.read_text(encoding="utf-8"))
-    assert list(written) == list(original)
-    assert written == dict(original, response_template=TEMPLATES["smollm"])
-    assert path.stat().st_mode & 0o777 == 0o640
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["tokenizer_config.json"]
-
-    del written["response_template"]
-    path.write_text(json.dumps(written), encoding="utf-8")
-    model.write_response_template(path, TEMPLATES["gemma4"])
-    assert list(json.loads(path.read_text(encoding="utf-8"))) == [*written, "response_template"]
-
-    before = path.read_bytes()
-    with pytest.raises(respc.TemplateError):
-        model.write_response_template(path, {"fields": {"content": {"close": 5}}})
-    assert path.read_bytes() == before
-
-    fresh = tmp_path / "fresh"
-    fresh.mkdir()
-    model.write_response_template(fresh, TEMPLATES["smollm"])
-    assert json.loads((fresh / "tokenizer_config.json").read_text(encoding="utf-8")) == {
-        "response_template": TEMPLATES["smollm"]
-    }
-
-
 # --- the whole path stays free of torch and transformers -------------------------------------------
 
 
@@ -762,4 +577,4 @@ def test_the_whole_path_imports_neither_torch_nor_transformers(tmp_path: Path) -
         )
         assert result.returncode == 0, result.stderr
         assert json.loads(result.stdout) == [], f"{run} run loaded {result.stdout}"
-    assert len(_cache_files(tmp_path / "cache")) == 1
+    assert len([p for p in (tmp_path / "cache").rglob("*") if p.is_file()]) == 1

@@ -34,7 +34,7 @@ class State:
     flag of the chunks routed in this state.
     """
 
-    __slots__ = ("dirty", "end_scan", "runs", "scan", "start_char", "starts")
+    __slots__ = ("dirty", "end_scan", "entered", "runs", "scan", "start_char", "starts")
 
     def __init__(
         self,
@@ -52,6 +52,9 @@ class State:
         self.starts = starts
         self.runs = runs
         self.dirty = dirty
+        # What entering the state sets, in the order `CompiledParser._enter` unpacks it: one unpack
+        # instead of six attribute reads, since a whole-message parse changes state at every delimiter.
+        self.entered = (scan, end_scan, start_char, starts, runs, dirty)
 
 
 class Field:
@@ -62,7 +65,7 @@ class Field:
     a list; `close_captures` adds the named groups of the close match to the captures first.
     """
 
-    __slots__ = ("close_captures", "join", "repeats", "value")
+    __slots__ = ("close_captures", "closing", "join", "repeats", "value")
 
     def __init__(
         self, *, value: Callable, join: str | None = None, repeats: bool = False, close_captures: bool = False
@@ -71,6 +74,7 @@ class Field:
         self.join = join
         self.repeats = repeats
         self.close_captures = close_captures
+        self.closing = (value, join, repeats)  # what `CompiledParser._close` unpacks, in one go
 
 
 def check_contract(cls: type) -> None:

@@ -153,19 +153,18 @@ class CompiledParser:
             return prefix
         return prefix[last_end:]
 
-    def _enter(self, state: Any) -> None:
-        """Take the scans and fast-path facts of `state`."""
-        row = self.STATES[state]
-        self._scan = row.scan
-        self._end_scan = row.end_scan
-        self._start_char = row.start_char
-        self._starts = row.starts
-        self._runs = row.runs
-        self._dirty = row.dirty
-
     def _reset(self) -> None:
-        self._current = self.IMPLICIT
-        self._enter(self.IMPLICIT)
+        current = self._current = self.IMPLICIT
+        (
+            self._scan,
+            self._end_scan,
+            self._start_char,
+            self._starts,
+            self._runs,
+            self._dirty,
+        ) = self.STATES[
+            current
+        ].entered  # the state's scans and fast-path facts (see `State.entered`)
         self._captures: dict[str, str] = {}
         self._parts: list[str] = []
         self._parts_limit = _COALESCE
@@ -184,7 +183,7 @@ class CompiledParser:
         if self._plain and text and _find(text, self._start_char) < 0:
             self._buf = text  # the chunk is all the context the patterns can look back at
             self._pos = len(text)
-            parts = self._parts  # `_append`, inlined: this path is most of a stream's feeds
+            parts = self._parts  # `_route`'s append, inlined: this path is most of a stream's feeds
             parts.append(text)
             if len(parts) >= self._parts_limit:
                 self._coalesce()
@@ -215,7 +214,10 @@ class CompiledParser:
                 routed = self._buf[self._pos :] + text[:cut]
                 self._buf = routed[-1] + text[cut:]  # one character of context, as _trim keeps
                 self._pos = 1
-                self._append(routed)
+                parts = self._parts  # `_route`'s append, inlined
+                parts.append(routed)
+                if len(parts) >= self._parts_limit:
+                    self._coalesce()
                 return [
                     {"type": "region_chunk", "field": self._current, "text": routed, "dirty": self._dirty}
                 ]
@@ -227,7 +229,7 @@ class CompiledParser:
         (`feed` of templates without regex delimiters: literals never look back, so the plain-chunk path
         need not even keep the chunk as context.)"""
         if self._plain and text and _find(text, self._start_char) < 0:
-            parts = self._parts  # `_append`, inlined
+            parts = self._parts  # `_route`'s append, inlined
             parts.append(text)
             if len(parts) >= self._parts_limit:
                 self._coalesce()
@@ -376,26 +378,40 @@ class CompiledParser:
                 break
             start, end, is_open, name, match = commit
             if start > pos:
-                self._route(events, buf[pos:start])
+                # `_route`, inlined (a whole-message parse routes here once per delimiter), less the
+                # coalescing: the region closes at this delimiter, so this is its last part.
+                self._empty_open = False
+                current = self._current
+                if current is not None:
+                    text = buf[pos:start]
+                    self._parts.append(text)
+                    if events is not None:
+                        if not self._opened:
+                            events.append({"type": "region_open", "field": current})
+                        events.append(
+                            {"type": "region_chunk", "field": current, "text": text, "dirty": self._dirty}
+                        )
+                    self._opened = True
             # The oracle moves past the delimiter before closing, so a failing close leaves it consumed.
             self._pos = pos = end
+            had_opened = self._opened
             if is_open:
-                self._close(events)
+                if had_opened:
+                    self._close(events)
                 self._open(events, name, match, start == end)
                 continue
-            had_opened = self._opened
-            zero_width_open = self._empty_open
-            if match is not None and self.FIELDS[name].close_captures:
-                self._captures.update({k: v for k, v in match.groupdict().items() if v is not None})
-            self._close(events)
-            if start == end:
-                if not had_opened:
-                    return  # the oracle stops the pass here rather than re-fire (quirk Q4)
-                if zero_width_open:
+            if had_opened:
+                if match is not None and self.FIELDS[name].close_captures:
+                    self._captures.update({k: v for k, v in match.groupdict().items() if v is not None})
+                zero_width_open = self._empty_open
+                self._close(events)
+                if start == end and zero_width_open:
                     raise RuntimeError(
                         f"response template field {name!r}: its open and close both matched the empty "
                         f"string at the same place, so transformers would loop forever here"
                     )
+            elif start == end:
+                return  # an unopened region closed on nothing: the oracle stops the pass here (quirk Q4)
         if eos:
             if pos < len(buf):
                 self._route(events, buf[pos:])
@@ -413,20 +429,19 @@ class CompiledParser:
         parts[-_COALESCE:] = ["".join(parts[-_COALESCE:])]
         self._parts_limit = len(parts) + _COALESCE
 
-    def _append(self, text: str) -> None:
-        """Add routed text to the open region's body."""
-        parts = self._parts
-        parts.append(text)
-        if len(parts) >= self._parts_limit:
-            self._coalesce()
-
     def _route(self, events: list[dict] | None, text: str) -> None:
-        """Route text into the current region (opening the implicit one lazily), as one chunk event."""
+        """Route text into the current region (opening the implicit one lazily), as one chunk event.
+
+        This is the one path that appends to a region's body; `feed`'s fast paths inline its append
+        (a method call is a tenth of a plain chunk's cost)."""
         self._empty_open = False
         current = self._current
         if current is None:
             return  # the null sink discards it
-        self._append(text)
+        parts = self._parts
+        parts.append(text)
+        if len(parts) >= self._parts_limit:
+            self._coalesce()
         if events is None:
             self._opened = True
             return
@@ -437,7 +452,16 @@ class CompiledParser:
 
     def _open(self, events: list[dict] | None, name: Any, match: Any, zero_width: bool) -> None:
         self._current = name
-        self._enter(name)
+        (
+            self._scan,
+            self._end_scan,
+            self._start_char,
+            self._starts,
+            self._runs,
+            self._dirty,
+        ) = self.STATES[
+            name
+        ].entered  # the state's scans and fast-path facts (see `State.entered`)
         self._captures = (
             {} if match is None else {k: v for k, v in match.groupdict().items() if v is not None}
         )
@@ -452,17 +476,15 @@ class CompiledParser:
         current = self._current
         if not self._opened:
             # Only the implicit region (or the null sink) can be unopened: nothing to close, and its
-            # state is already the one a reset gives (captures aside, which only a close match adds).
-            self._captures = {}
+            # state is already the one a reset gives.
             return
         body = "".join(self._parts)
         output = self._output
         try:
-            field = self.FIELDS[current]
-            value = field.value(body, self._captures)
+            parse, join, repeats = self.FIELDS[current].closing
+            value = parse(body, self._captures)
             if self._tools:
                 value = coerce_tool_calls(value, self._tools)
-            join = field.join
             if join is not None:
                 if not isinstance(value, str):
                     raise ValueError(
@@ -471,7 +493,7 @@ class CompiledParser:
                     )
                 previous = output.get(current)
                 output[current] = value if previous is None else previous + join + value
-            elif field.repeats:
+            elif repeats:
                 output.setdefault(current, []).append(value)
             else:
                 output[current] = value

@@ -29,7 +29,9 @@ def _lines() -> list[str]:
 
 def _parse(lines: list[str], workers: int) -> int:
     """The number of records that failed."""
-    return sum(bad for _, bad in parse_records(lines, ParserSource(template=template(SHAPE)), workers=workers))
+    return sum(
+        bad for _, bad in parse_records(lines, ParserSource(template=template(SHAPE)), workers=workers)
+    )
 
 
 @pytest.mark.parametrize("workers", (1, 2))

@@ -1,0 +1,52 @@
+"""Fail when a speed target is missed by more than the tolerance: the gate CI runs after test_targets.py.
+
+    python -m pytest benchmarks/test_targets.py --benchmark-only --benchmark-json=.benchmarks/targets.json
+    python benchmarks/check_targets.py .benchmarks/targets.json [--tolerance 0.2]
+
+Each enforced ratio of `targets.py` must reach its bound within the tolerance (default 20%: a speed-up
+target of 8x passes at 6.4x or more, a flatness bound of 1.3 at 1.56 or less). The ratios are medians of
+paired rounds, which move by about 5% from run to run on one machine; the margin leaves room for a CI
+machine slower or busier than the one the README's table was measured on, while a real regression (a
+lost fast path costs 2-5x) still fails. Exit code 1 lists what missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from targets import TARGETS, verdict
+
+
+def check(run: dict, tolerance: float) -> list[str]:
+    """One line per enforced ratio found in the run; a line starting with "MISSED" fails the gate."""
+    lines = []
+    for bench in run["benchmarks"]:
+        info = bench["extra_info"]
+        name = info.get("ratio")
+        if info.get("workload") != "paired" or name not in TARGETS or not TARGETS[name][2]:
+            continue
+        bound, met = verdict(name, info["shape"], info["median"], tolerance)
+        sign = "≥" if TARGETS[name][0] == ">=" else "≤"
+        status = "ok" if met else "MISSED"
+        lines.append(f"{status:6} {info['shape']:8} {name}: {info['median']:.2f} (target {sign} {bound:g})")
+    return sorted(lines, key=lambda line: (not line.startswith("MISSED"), line))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run", type=Path, help="pytest-benchmark JSON of benchmarks/test_targets.py")
+    parser.add_argument("--tolerance", type=float, default=0.2, help="allowed shortfall (default: 0.2)")
+    args = parser.parse_args()
+    lines = check(json.loads(args.run.read_text(encoding="utf-8")), args.tolerance)
+    if not lines:
+        print(f"{args.run}: no paired target ratios in this run", file=sys.stderr)
+        return 1
+    print("\n".join(lines))
+    return 1 if any(line.startswith("MISSED") for line in lines) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -17,21 +17,29 @@ import json
 import sys
 from pathlib import Path
 
-from targets import TARGETS, verdict
+from targets import KIND, TARGETS, verdict
 
 
 def check(run: dict, tolerance: float) -> list[str]:
-    """One line per enforced ratio found in the run; a line starting with "MISSED" fails the gate."""
+    """One line per enforced ratio and template; a line starting with "MISSED" fails the gate (a ratio
+    the run lacks, too: a benchmark that silently disappeared must not pass)."""
     lines = []
+    found = set()
     for bench in run["benchmarks"]:
         info = bench["extra_info"]
         name = info.get("ratio")
         if info.get("workload") != "paired" or name not in TARGETS or not TARGETS[name][2]:
             continue
+        found.add((name, info["shape"]))
         bound, met = verdict(name, info["shape"], info["median"], tolerance)
         sign = "≥" if TARGETS[name][0] == ">=" else "≤"
         status = "ok" if met else "MISSED"
         lines.append(f"{status:6} {info['shape']:8} {name}: {info['median']:.2f} (target {sign} {bound:g})")
+    if found:
+        for name, (_, _, enforced) in TARGETS.items():
+            for shape in KIND:
+                if enforced and (name, shape) not in found:
+                    lines.append(f"MISSED {shape:8} {name}: not measured in this run")
     return sorted(lines, key=lambda line: (not line.startswith("MISSED"), line))
 
 

@@ -7,12 +7,13 @@
 
 from __future__ import annotations
 
-import _thread  # threading.Lock is _thread.allocate_lock; threading itself costs ~1.5 ms to import
 import functools
 import types
 
+from respc._compile import compile_template, generate_source
 from respc._version import __version__
 from respc.registry import PresetNotFound, load_preset, preset_for, presets
+from respc.runtime.targets import DEFAULT_TARGET, SUPPORTED_TARGETS, UnknownTarget, get_target
 
 TYPE_CHECKING = False  # typing costs ~5 ms to import: keep it off a generated module's import path
 if TYPE_CHECKING:
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
+    "DEFAULT_TARGET",
+    "SUPPORTED_TARGETS",
     "DeltaStream",
     "DeltaStreamError",
     "InputError",
@@ -28,6 +31,7 @@ __all__ = [
     "ResponseParser",
     "ResponseTemplateNotFound",
     "TemplateError",
+    "UnknownTarget",
     "__version__",
     "compile_template",
     "for_model",
@@ -37,9 +41,6 @@ __all__ = [
     "preset_for",
     "presets",
 ]
-
-_CACHE: dict[str, types.ModuleType] = {}
-_CACHE_LOCK = _thread.allocate_lock()
 
 
 def __getattr__(name: str) -> Any:
@@ -63,45 +64,14 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'respc' has no attribute {name!r}")
 
 
-def generate_source(template: Any, *, name: str | None = None) -> str:
-    """The source of the parser module for `template` (what `respc compile` writes)."""
-    from respc.compiler import generate_source as generate
-
-    return generate(template, name=name)
-
-
-def compile_template(template: Any) -> types.ModuleType:
-    """The parser module for `template`, compiled in memory once per template and cached."""
-    from respc.compiler import template_hash
-
-    key = template_hash(template)
-    module = _CACHE.get(key)
-    if module is not None:
-        return module
-    with _CACHE_LOCK:  # one compile per template even when many threads ask at once
-        module = _CACHE.get(key)
-        if module is None:
-            module = _load_source(generate_source(template, name=f"<respc {key[:12]}>"), key)
-            _CACHE[key] = module
-    return module
-
-
-def _load_source(source: str, key: str) -> types.ModuleType:
-    import linecache  # here: it imports tokenize, which `import respc` should not pay for
-
-    filename = f"<respc-generated-{key[:12]}>"
-    # Registered so tracebacks through generated code show its lines.
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    module = types.ModuleType(f"respc_generated_{key[:12]}")
-    module.__file__ = filename
-    exec(compile(source, filename, "exec"), module.__dict__)
-    return module
-
-
-def _compiled(template: Any) -> types.ModuleType:
-    if isinstance(template, types.ModuleType):
-        return template
-    return compile_template(template)
+def _compiled(template: Any, target: str | None) -> types.ModuleType:
+    if not isinstance(template, types.ModuleType):
+        return compile_template(template, target=target)
+    if target is not None and get_target(target).name != template.TRANSFORMERS_TARGET:
+        raise ValueError(
+            f"{template.__name__} was compiled for transformers {template.TRANSFORMERS_TARGET}, not {target}"
+        )
+    return template
 
 
 def parse_response(
@@ -112,10 +82,12 @@ def parse_response(
     tools: list[dict | Callable] | None = None,
     errors: str = "strict",
     tokenizer: Any = None,
+    target: str | None = None,
 ) -> Any:
     """Drop-in for `transformers.utils.chat_parsing.parse_response`; respc's own additions:
-    `errors="keep"`, and `tokenizer=` for token ids, batches and arrays as `tokenizer.parse_response`."""
-    module = _compiled(response_template)
+    `errors="keep"`, `tokenizer=` for token ids, batches and arrays as `tokenizer.parse_response`, and
+    `target=`, the transformers release to parse as (default: the newest supported)."""
+    module = _compiled(response_template, target)
     return module.parse_response(text, prefix=prefix, tools=tools, errors=errors, tokenizer=tokenizer)
 
 
@@ -126,10 +98,11 @@ def ResponseParser(  # noqa: N802 - a factory standing in for transformers' clas
     tools: list[dict | Callable] | None = None,
     errors: str = "strict",
     tokenizer: Any = None,
+    target: str | None = None,
 ) -> Any:
     """Drop-in for `transformers.utils.chat_parsing.ResponseParser`; respc's own additions:
-    `errors="keep"`, and `tokenizer=`, which adds `feed_ids(ids)` and accepts an id `prefix`."""
-    parser_class = _compiled(response_template).ResponseParser
+    `errors="keep"`, `tokenizer=` (adds `feed_ids(ids)`, accepts an id `prefix`) and `target=`."""
+    parser_class = _compiled(response_template, target).ResponseParser
     if tokenizer is None:
         return parser_class(prefix, tools=tools, errors=errors)
     from respc.runtime.tokenizer import response_parser_with_tokenizer

@@ -11,11 +11,13 @@ directory) is never replaced.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import secrets
 import stat
 import sys
-import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
@@ -25,7 +27,9 @@ __all__ = [
     "InputError",
     "OutputError",
     "decode_json",
+    "open_text",
     "read_json",
+    "read_lines",
     "read_stdin",
     "read_text",
     "write_atomic",
@@ -44,21 +48,42 @@ def _reason(error: OSError) -> str:
     return error.strerror or str(error)
 
 
+def _read_failure(path: object, error: BaseException) -> InputError:
+    """The one wording of every reading failure."""
+    if isinstance(error, FileNotFoundError):
+        return InputError(f"{path}: no such file")
+    if isinstance(error, IsADirectoryError):
+        return InputError(f"{path}: is a directory, expected a file")
+    if isinstance(error, PermissionError):
+        return InputError(f"{path}: permission denied")
+    if isinstance(error, UnicodeDecodeError):
+        return InputError(f"{path}: not UTF-8 text (byte {error.start}: {error.reason})")
+    assert isinstance(error, OSError)
+    return InputError(f"{path}: cannot read: {_reason(error)}")
+
+
 def read_text(path: str | os.PathLike) -> str:
     """The UTF-8 text of `path`; every failure is an `InputError` naming the file."""
-    path = Path(path)
     try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, expected a file") from None
-    except PermissionError:
-        raise InputError(f"{path}: permission denied") from None
-    except UnicodeDecodeError as error:
-        raise InputError(f"{path}: not UTF-8 text (byte {error.start}: {error.reason})") from None
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise _read_failure(path, error) from None
+
+
+def open_text(path: str | os.PathLike) -> IO[str]:
+    """`path` open for reading UTF-8 text, for inputs too large to read at once (see `read_lines`)."""
+    try:
+        return Path(path).open(encoding="utf-8")
     except OSError as error:
-        raise InputError(f"{path}: cannot read: {_reason(error)}") from None
+        raise _read_failure(path, error) from None
+
+
+def read_lines(stream: IO[str], name: str) -> Iterator[str]:
+    """The lines of an open text stream; a failure while reading is an `InputError` naming `name`."""
+    try:
+        yield from stream
+    except (OSError, UnicodeDecodeError) as error:
+        raise _read_failure(name, error) from None
 
 
 def read_stdin() -> str:
@@ -106,14 +131,6 @@ def _check_replaceable(path: Path) -> None:
         raise OutputError(f"{path}: cannot write: exists and is not a regular file")
 
 
-def _new_file_mode(private: bool) -> int:
-    if private:
-        return 0o600
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
-
-
 class AtomicOutput:
     """A text stream that becomes `path` only when the `with` block completes without an exception.
 
@@ -129,13 +146,15 @@ class AtomicOutput:
 
     def __enter__(self) -> IO[str]:
         _check_replaceable(self.path)
-        directory = self.path.parent if str(self.path.parent) else Path(".")
+        # Created with the mode a new file gets (the kernel applies the umask), unlike mkstemp's 0600.
+        temporary = self.path.with_name(f".{self.path.name}.{secrets.token_hex(8)}.tmp")
         try:
-            handle, self._temporary = tempfile.mkstemp(
-                prefix=f".{self.path.name}.", suffix=".tmp", dir=directory
+            handle = os.open(
+                temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if self.private else 0o666
             )
         except OSError as error:
             raise OutputError(f"{self.path}: cannot write: {_reason(error)}") from None
+        self._temporary = str(temporary)
         self.stream = os.fdopen(handle, "w", encoding="utf-8", newline="\n")
         return self.stream
 
@@ -151,12 +170,9 @@ class AtomicOutput:
                 return
             try:
                 self.stream.close()  # flushes: a full disk shows here
-                # mkstemp creates 0600: keep the mode of the file replaced, else the usual default.
-                try:
-                    mode = 0o600 if self.private else stat.S_IMODE(self.path.stat().st_mode)
-                except FileNotFoundError:
-                    mode = _new_file_mode(self.private)
-                os.chmod(self._temporary, mode)
+                if not self.private:  # keep the mode of the file replaced
+                    with contextlib.suppress(FileNotFoundError):
+                        os.chmod(self._temporary, stat.S_IMODE(self.path.stat().st_mode))
                 _check_replaceable(self.path)  # it may have become a FIFO meanwhile
                 os.replace(self._temporary, self.path)
             except OutputError:

@@ -23,6 +23,7 @@ from typing import Any
 from respc._hash import template_hash
 from respc._io import InputError, decode_json, read_json, read_stdin, read_text, write_atomic
 from respc._version import __version__
+from respc.runtime.targets import get_target
 from respc.runtime.tokenizer import (
     TokenDecoder,
     TokenStreamParser,
@@ -83,14 +84,21 @@ class ModelParser:
         )
 
 
-def for_model(path: str | os.PathLike, *, cache: str | os.PathLike | None = None) -> ModelParser:
+def for_model(
+    path: str | os.PathLike, *, cache: str | os.PathLike | None = None, target: str | None = None
+) -> ModelParser:
     """The parser for the model directory `path`: its tokenizer.json, its template or its preset.
 
-    `cache` overrides the compiled-module cache directory (see `cache_dir`).
+    `cache` overrides the compiled-module cache directory (see `cache_dir`); `target` is the transformers
+    release to parse as (default: the newest supported).
     """
     path = Path(path)
     template, preset = model_template(path)
-    module = preset if preset is not None else cached_module(template, cache=cache)
+    if preset is not None and target is not None:
+        from respc.registry import load_preset
+
+        preset = load_preset(preset.__name__.rpartition(".")[2], target)
+    module = preset if preset is not None else cached_module(template, cache=cache, target=target)
     origin = f"preset {preset.__name__.rpartition('.')[2]}" if preset is not None else "tokenizer_config.json"
     return ModelParser(path, module, load_tokenizer(path), origin)
 
@@ -188,7 +196,9 @@ def _build_id() -> str:
     return f"{__version__}-{digest.hexdigest()[:16]}"
 
 
-def cached_module(template: Any, *, cache: str | os.PathLike | None = None) -> types.ModuleType:
+def cached_module(
+    template: Any, *, cache: str | os.PathLike | None = None, target: str | None = None
+) -> types.ModuleType:
     """The compiled parser module of `template`, from the disk cache or compiled once and stored there.
 
     Files are written atomically (temporary file, then rename), so concurrent processes at worst compile
@@ -196,25 +206,28 @@ def cached_module(template: Any, *, cache: str | os.PathLike | None = None) -> t
     rebuilt. An unwritable cache only costs the compile on the next run.
     """
     key = template_key(template)
+    release = get_target(target).name
     directory = Path(cache) if cache is not None else cache_dir()
-    path = directory / _build_id() / f"{key}.py"
+    path = directory / _build_id() / f"{key}-{release}.py"
     with _CACHED_LOCK:
         module = _CACHED.get(str(path))
         if module is None:
-            module = _load_or_compile(template, key, path)
+            module = _load_or_compile(template, key, path, release)
             _CACHED[str(path)] = module
     return module
 
 
-def _load_or_compile(template: Any, key: str, path: Path) -> types.ModuleType:
+def _load_or_compile(template: Any, key: str, path: Path, release: str) -> types.ModuleType:
     if path.is_file():
         try:
-            return _load_cached(template, key, path)
+            return _load_cached(key, path, release)
         except Exception as error:  # any damage at all means: compile again
             logger.warning("respc: rebuilding cached parser %s: %s", path, error)
     from respc.compiler import generate_source
 
-    source = generate_source(template, name="tokenizer_config.json", regenerate="respc compile MODEL_DIR")
+    source = generate_source(
+        template, name="tokenizer_config.json", regenerate="respc compile MODEL_DIR", target=release
+    )
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         write_atomic(path, source, private=True)
@@ -223,7 +236,7 @@ def _load_or_compile(template: Any, key: str, path: Path) -> types.ModuleType:
     return _exec_module(source, key, str(path))
 
 
-def _load_cached(template: Any, key: str, path: Path) -> types.ModuleType:
+def _load_cached(key: str, path: Path, release: str) -> types.ModuleType:
     info = path.stat()
     if hasattr(os, "getuid") and (info.st_uid != os.getuid() or info.st_mode & 0o022):
         raise PermissionError("owned or writable by another user")
@@ -231,8 +244,13 @@ def _load_cached(template: Any, key: str, path: Path) -> types.ModuleType:
     if f"\n# template-sha256: {key}\n" not in source[:1000]:
         raise ValueError("header does not name this template")
     module = _exec_module(source, key, str(path))
-    if template_key(module.TEMPLATE) != key or not callable(module.ResponseParser):
-        raise ValueError("module does not hold this template's parser")
+    if (
+        template_key(module.TEMPLATE) != key
+        or module.TRANSFORMERS_TARGET != release
+        or not callable(getattr(module, "parse_response", None))
+        or not callable(getattr(module, "ResponseParser", None))
+    ):
+        raise ValueError("module does not hold this template's parser for this target")
     return module
 
 

@@ -35,31 +35,43 @@ def preset_info(name: str) -> dict[str, Any]:
     return registry[name]
 
 
-def load_preset(name: str) -> types.ModuleType:
-    """The generated parser module of the preset `name`."""
+def load_preset(name: str, target: str | None = None) -> types.ModuleType:
+    """The generated parser module of the preset `name`.
+
+    The shipped modules parse as the newest supported transformers release; another `target` compiles
+    the preset's template for that release (once, in memory; needs the compiler extra).
+    """
     preset_info(name)
-    return importlib.import_module(f"respc.generated.{name}")
+    module = importlib.import_module(f"respc.generated.{name}")
+    if target is None or target == module.TRANSFORMERS_TARGET:
+        return module
+    from respc._compile import compile_template
+
+    return compile_template(module.TEMPLATE, target=target)
 
 
-def preset_for(model: str) -> types.ModuleType:
+def preset_for(model: str, target: str | None = None) -> types.ModuleType:
     """The preset for a Hub repository id or a `model_type`: exact id, then id ignoring case, then type.
 
     A model type that several presets list (`glm4_moe` covers GLM-4.5 and GLM-4.7) goes to the preset
-    named after it, else to the first by name: pass the repository id to be exact.
+    named after it, else to the first by name: pass the repository id to be exact. `target` as for
+    `load_preset`.
     """
     registry = _registry()
     for match in (lambda ids, m: m in ids, lambda ids, m: m.lower() in {i.lower() for i in ids}):
         for name, info in sorted(registry.items()):
             if match(info["repo_ids"], model):
-                return load_preset(name)
+                return load_preset(name, target)
     model_type = model.lower()
     if model_type in registry and model_type in registry[model_type]["model_types"]:
-        return load_preset(model_type)  # a model type several presets share goes to the one named after it
+        return load_preset(
+            model_type, target
+        )  # a model type several presets share goes to the one named after it
     for name, info in sorted(registry.items()):
         if model_type in info["model_types"]:
-            return load_preset(name)
+            return load_preset(name, target)
     if model in registry:
-        return load_preset(model)
+        return load_preset(model, target)
     raise PresetNotFound(_not_found(f"no preset for {model!r}", model))
 
 

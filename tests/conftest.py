@@ -1,17 +1,39 @@
-"""Shared helpers: run respc and transformers 5.23.0 side by side and record comparable traces."""
+"""Shared helpers: run respc and transformers side by side, for each target, and compare their traces.
+
+`oracle_*` run the transformers release of `target` (see tests/oracles.py: 5.24.0 in process, 5.23.0 in
+a worker process); `respc_*` run respc compiled for the same target. The default target is respc's
+(the newest supported release).
+"""
 
 from __future__ import annotations
 
 import json
 import logging
 import random
-import signal
 from pathlib import Path
 from typing import Any
 
 import pytest
+from oracles import OracleTimeout, is_exception_of, oracle, run_calls, stream_trace
 
 import respc
+from respc.runtime.targets import DEFAULT_TARGET, SUPPORTED_TARGETS
+
+__all__ = [
+    "DEFAULT_TARGET",
+    "FIXTURES",
+    "SAMPLES",
+    "SUPPORTED_TARGETS",
+    "TEMPLATES",
+    "OracleTimeout",
+    "assert_same",
+    "chunkings",
+    "oracle_parse",
+    "oracle_stream",
+    "respc_parse",
+    "respc_stream",
+    "stream_trace",
+]
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TEMPLATES = {
@@ -24,74 +46,42 @@ SAMPLES = {
 logging.getLogger("transformers").setLevel(logging.ERROR)
 
 
-class OracleTimeout(BaseException):
-    """The oracle did not return in time (it hangs on some templates: quirk Q5).
-
-    A BaseException, so that a parser's own `except Exception` (transformers catches content-parser
-    errors) cannot swallow the alarm and leave the hang running with no deadline left."""
-
-
-def _alarm(signum: int, frame: Any) -> None:
-    raise OracleTimeout()
+@pytest.fixture(params=SUPPORTED_TARGETS)
+def target(request: pytest.FixtureRequest) -> str:
+    """Each target respc supports, checked against its own transformers release."""
+    return request.param
 
 
-def _run(calls: list, deadline: float | None) -> list:
-    """Run each zero-argument call in order, recording ("ok", value) or ("raise", type, message)."""
-    out = []
-    old = signal.signal(signal.SIGALRM, _alarm) if deadline else None
-    try:
-        for call in calls:
-            if deadline:
-                signal.setitimer(signal.ITIMER_REAL, deadline)
-            try:
-                out.append(("ok", call()))
-            except OracleTimeout:
-                raise
-            except Exception as error:
-                out.append(("raise", type(error), str(error)))
-            finally:
-                if deadline:
-                    signal.setitimer(signal.ITIMER_REAL, 0)
-    finally:
-        if old is not None:
-            signal.signal(signal.SIGALRM, old)
-    return out
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    from oracles import close_all
+
+    close_all()
 
 
-def stream_trace(make_parser: Any, chunks: list[str], deadline: float | None = None) -> list:
-    """The trace of a whole stream: construction (with initial events), each feed, finalize (twice)."""
-    holder: dict[str, Any] = {}
-
-    def construct() -> list:
-        holder["parser"] = make_parser()
-        return holder["parser"].initial_events
-
-    steps = _run([construct], deadline)
-    if steps[0][0] != "ok":
-        return steps
-    parser = holder["parser"]
-    calls = [lambda c=c: parser.feed(c) for c in chunks] + [parser.finalize, parser.finalize]
-    return steps + _run(calls, deadline)
+def oracle_stream(
+    template: Any, prefix: str | None, chunks: list[str], tools: Any = None, target: str = DEFAULT_TARGET
+) -> list:
+    return oracle(target).request("stream", (template, prefix, chunks, tools))
 
 
-def oracle_stream(template: Any, prefix: str | None, chunks: list[str], tools: Any = None) -> list:
-    from transformers.utils.chat_parsing import ResponseParser
-
-    return stream_trace(lambda: ResponseParser(template, prefix, tools=tools), chunks, deadline=10)
-
-
-def respc_stream(template: Any, prefix: str | None, chunks: list[str], tools: Any = None) -> list:
-    return stream_trace(lambda: respc.ResponseParser(template, prefix, tools=tools), chunks)
+def respc_stream(
+    template: Any, prefix: str | None, chunks: list[str], tools: Any = None, target: str = DEFAULT_TARGET
+) -> list:
+    return stream_trace(lambda: respc.ResponseParser(template, prefix, tools=tools, target=target), chunks)
 
 
-def oracle_parse(template: Any, text: str, prefix: str | None, tools: Any = None) -> list:
-    from transformers.utils.chat_parsing import parse_response
+def oracle_parse(
+    template: Any, text: str, prefix: str | None, tools: Any = None, target: str = DEFAULT_TARGET
+) -> list:
+    return oracle(target).request("parse", (template, text, prefix, tools))
 
-    return _run([lambda: parse_response(text, template, prefix=prefix, tools=tools)], 10)
 
-
-def respc_parse(template: Any, text: str, prefix: str | None, tools: Any = None) -> list:
-    return _run([lambda: respc.parse_response(text, template, prefix=prefix, tools=tools)], None)
+def respc_parse(
+    template: Any, text: str, prefix: str | None, tools: Any = None, target: str = DEFAULT_TARGET
+) -> list:
+    return run_calls(
+        [lambda: respc.parse_response(text, template, prefix=prefix, tools=tools, target=target)], None
+    )
 
 
 def _same_trace(ours: list, theirs: list) -> bool:
@@ -102,21 +92,21 @@ def _same_trace(ours: list, theirs: list) -> bool:
             return False
         if a[0] == "ok" and a[1] != b[1] and repr(a[1]) != repr(b[1]):  # repr: NaN values compare unequal
             return False
-        if a[0] == "raise" and not (issubclass(a[1], b[1]) and a[2] == b[2]):
+        if a[0] == "raise" and not (is_exception_of(a[1], b[1]) and a[2] == b[2]):
             return False
     return True
 
 
-def assert_same(ours: list, theirs: list, template: Any, context: str) -> None:
+def assert_same(ours: list, theirs: list, template: Any, context: str, target: str = DEFAULT_TARGET) -> None:
     """Fail with both traces and the generated source when respc and the oracle disagree."""
     if _same_trace(ours, theirs):
         return
     try:
-        source = respc.generate_source(template)
+        source = respc.generate_source(template, target=target)
     except Exception as error:
         source = f"<no source: {error!r}>"
     pytest.fail(
-        f"respc differs from transformers 5.23.0 ({context})\n"
+        f"respc differs from transformers {target} ({context})\n"
         f"respc:  {ours!r}\noracle: {theirs!r}\n--- generated module ---\n{source}",
         pytrace=False,
     )

@@ -115,9 +115,11 @@ def test_every_match_starts_with_the_literal_prefix(pattern: str, text: str) -> 
     rest=_patterns(),
     text=TEXTS,
     eos=st.booleans(),
+    pos=st.integers(0, 6),
 )
-def test_a_lead_split_scans_as_the_whole_pattern(run: str, rest: str, text: str, eos: bool) -> None:
-    """`\\s*X` searched as X with a walk back over the run gives the whole pattern's leftmost match."""
+def test_a_lead_split_scans_as_the_whole_pattern(run: str, rest: str, text: str, eos: bool, pos: int) -> None:
+    """`\\s*X` searched as X with a walk back over the run gives the whole pattern's leftmost match (the
+    walk stops at the scan position, as the search does)."""
     lead = {r"\s": r"\s*", r"\n": r"\n*", r"[ \t]": r"[ \t]*", " ": " *"}[run]
     pattern = lead + rest
     whole = _compiles(pattern)
@@ -127,12 +129,35 @@ def test_a_lead_split_scans_as_the_whole_pattern(run: str, rest: str, text: str,
         return
     run_class, searched = split
     assert run_class == run and searched == rest
-    found = scan_lead(text, 0, regex.compile(searched, regex.DOTALL), RUN_CLASSES[run][1], eos)
-    match = whole.search(text, 0, partial=not eos)
+    pos = min(pos, len(text))
+    found = scan_lead(text, pos, regex.compile(searched, regex.DOTALL), RUN_CLASSES[run][1], eos)
+    match = whole.search(text, pos, partial=not eos)
     if match is None:
         assert found is None
         return
     assert found is not None and found[:2] == match.span(), (pattern, text, found, match)
+
+
+@SETTINGS
+@given(pattern=_patterns(), text=TEXTS)
+def test_plain_syntax_reads_alike_in_both_engines(pattern: str, text: str) -> None:
+    """The analyses read patterns with Python's parser, the oracle with the `regex` module: on what
+    `is_plain` accepts, both find the same matches."""
+    import re
+
+    if not is_plain(pattern):
+        return
+    ours = _compiles(pattern)
+    try:
+        python = re.compile(pattern, re.DOTALL)
+    except re.error:
+        return
+    if ours is None:
+        return
+    assert [m.span() for m in ours.finditer(text)] == [m.span() for m in python.finditer(text)], (
+        pattern,
+        text,
+    )
 
 
 def test_lead_splits_of_the_serving_fallbacks() -> None:

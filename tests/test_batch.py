@@ -185,7 +185,12 @@ def test_usage_errors_exit_2_with_one_line(cli, tmp_path: Path) -> None:
         "no such file": ["--template", str(SMOLLM), str(tmp_path / "missing.txt")],
         "no preset named": ["--preset", "no-such-preset"],
         "no model_type": ["--model", str(empty)],
-        "expected a JSON list of tools": ["--template", str(SMOLLM), "--tools", str(tmp_path / "tools.json")],
+        "expected a JSON list, got dict": [
+            "--template",
+            str(SMOLLM),
+            "--tools",
+            str(tmp_path / "tools.json"),
+        ],
         "--workers must be at least 1": ["--template", str(SMOLLM), "--workers", "0"],
         "not UTF-8": ["--template", str(SMOLLM), str(tmp_path / "bad.bin")],
         "unknown content parser": ["--template", "-"],
@@ -242,13 +247,12 @@ def test_parse_records_in_order_for_any_workers() -> None:
     assert not any(failed for _, failed in one)
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_interleaved_runs_each_keep_their_own_parser(workers: int) -> None:
+def test_interleaved_runs_each_keep_their_own_parser() -> None:
     """Two runs in one process, advanced in turn, each parse with their own template (a process-wide
     parser once made the second run's template win for both)."""
     lines = [json.dumps({"id": i, "response": "<think>t</think>Hi<|im_end|>"}) for i in range(600)]
-    smollm = parse_records(lines, ParserSource(template=TEMPLATES["smollm"]), workers=workers)
-    qwen = parse_records(lines, ParserSource(preset="qwen3"), workers=workers)
+    smollm = parse_records(lines, ParserSource(template=TEMPLATES["smollm"]))
+    qwen = parse_records(lines, ParserSource(preset="qwen3"))
     for (ours, _), (theirs, _) in zip(smollm, qwen):
         assert json.loads(ours)["message"] == {"role": "assistant", "thinking": "t", "content": "Hi"}
         assert json.loads(theirs)["message"] == {

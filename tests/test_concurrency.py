@@ -119,7 +119,9 @@ def _compile_from_threads(templates: list[dict], per_template: int) -> tuple[lis
     """Compile each template from `per_template` threads released at once; return modules, compile count."""
     calls = 0
     calls_lock = threading.Lock()
-    original: Callable = respc.generate_source
+    import respc._compile as compiling
+
+    original: Callable = compiling.generate_source
 
     def counting(template: Any, **kwargs: Any) -> str:
         nonlocal calls
@@ -134,12 +136,12 @@ def _compile_from_threads(templates: list[dict], per_template: int) -> tuple[lis
         barrier.wait()
         return respc.compile_template(template)
 
-    respc.generate_source = counting
+    compiling.generate_source = counting
     try:
         with ThreadPoolExecutor(max_workers=len(work)) as pool:
             modules = list(pool.map(compile_one, work))
     finally:
-        respc.generate_source = original
+        compiling.generate_source = original
     return modules, calls
 
 

@@ -1,4 +1,5 @@
-"""respc against transformers 5.23.0 on every fixture template and sample, under many chunkings."""
+"""respc against transformers, each target against its release, on every fixture template and sample,
+under many chunkings."""
 
 from __future__ import annotations
 
@@ -45,38 +46,40 @@ TOOLS = [
 
 
 @pytest.mark.parametrize(("name", "index"), CASES)
-def test_parse_response_matches_oracle(name: str, index: int) -> None:
+def test_parse_response_matches_oracle(name: str, index: int, target: str) -> None:
     template, case = TEMPLATES[name], SAMPLES[name][index]
     for tools in (None, TOOLS):
-        ours = respc_parse(template, case["text"], case["prefix"], tools)
-        theirs = oracle_parse(template, case["text"], case["prefix"], tools)
-        assert_same(ours, theirs, template, f"parse_response {name}[{index}] tools={tools is not None}")
+        ours = respc_parse(template, case["text"], case["prefix"], tools, target)
+        theirs = oracle_parse(template, case["text"], case["prefix"], tools, target)
+        assert_same(
+            ours, theirs, template, f"parse_response {name}[{index}] tools={tools is not None}", target
+        )
 
 
 @pytest.mark.parametrize(("name", "index"), CASES)
-def test_streaming_matches_oracle(name: str, index: int) -> None:
+def test_streaming_matches_oracle(name: str, index: int, target: str) -> None:
     template, case = TEMPLATES[name], SAMPLES[name][index]
     for chunks in chunkings(case["text"], seed=index):
-        ours = respc_stream(template, case["prefix"], chunks)
-        theirs = oracle_stream(template, case["prefix"], chunks)
-        assert_same(ours, theirs, template, f"stream {name}[{index}] chunks={chunks!r}")
+        ours = respc_stream(template, case["prefix"], chunks, target=target)
+        theirs = oracle_stream(template, case["prefix"], chunks, target=target)
+        assert_same(ours, theirs, template, f"stream {name}[{index}] chunks={chunks!r}", target)
 
 
 @pytest.mark.parametrize(("name", "index"), CASES)
-def test_every_two_way_split_matches_oracle(name: str, index: int) -> None:
+def test_every_two_way_split_matches_oracle(name: str, index: int, target: str) -> None:
     template, case = TEMPLATES[name], SAMPLES[name][index]
     text = case["text"]
     if len(text) > 400:
         pytest.skip("two-way splits are exhaustive only for short inputs")
     for cut in range(len(text) + 1):
         chunks = [text[:cut], text[cut:]]
-        ours = respc_stream(template, case["prefix"], chunks, TOOLS)
-        theirs = oracle_stream(template, case["prefix"], chunks, TOOLS)
-        assert_same(ours, theirs, template, f"split {name}[{index}] at {cut}")
+        ours = respc_stream(template, case["prefix"], chunks, TOOLS, target)
+        theirs = oracle_stream(template, case["prefix"], chunks, TOOLS, target)
+        assert_same(ours, theirs, template, f"split {name}[{index}] at {cut}", target)
 
 
 @pytest.mark.parametrize(("name", "index"), CASES)
-def test_prefix_split_from_text_matches_oracle(name: str, index: int) -> None:
+def test_prefix_split_from_text_matches_oracle(name: str, index: int, target: str) -> None:
     """The prefix and the generation form one buffer: move the prompt/generation boundary around."""
     template, case = TEMPLATES[name], SAMPLES[name][index]
     whole = case["prefix"] + case["text"]
@@ -84,6 +87,6 @@ def test_prefix_split_from_text_matches_oracle(name: str, index: int) -> None:
         {len(case["prefix"]), max(0, len(case["prefix"]) - 3), min(len(whole), len(case["prefix"]) + 5)}
     )
     for cut in cuts:
-        ours = respc_stream(template, whole[:cut], [whole[cut:]])
-        theirs = oracle_stream(template, whole[:cut], [whole[cut:]])
-        assert_same(ours, theirs, template, f"prefix cut {name}[{index}] at {cut}")
+        ours = respc_stream(template, whole[:cut], [whole[cut:]], target=target)
+        theirs = oracle_stream(template, whole[:cut], [whole[cut:]], target=target)
+        assert_same(ours, theirs, template, f"prefix cut {name}[{index}] at {cut}", target)

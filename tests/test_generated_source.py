@@ -122,7 +122,7 @@ def test_in_memory_modules_are_cached_and_show_source_in_tracebacks() -> None:
         module.parse_response("<tool_call>{bad}</tool_call>", prefix="")
     except ValueError as error:
         rendered = "".join(traceback.format_exception(error))
-    assert "content = parse_json(body, TOOL_CALLS_ARGS)" in rendered
+    assert "content = parse_json(body, TOOL_CALLS_ARGS, RELEASE)" in rendered
 
 
 def test_scan_comments_name_their_fields() -> None:

@@ -29,6 +29,7 @@ class ParserSource:
 
     preset: str | None = None
     template: Any = None
+    target: str | None = None  # the transformers release to parse as (default: the newest supported)
 
     def __post_init__(self) -> None:
         if (self.preset is None) == (self.template is None):
@@ -40,7 +41,7 @@ class ParserSource:
         package, _, name = module.__name__.rpartition(".")
         if package == "respc.generated":
             return cls(preset=name)
-        return cls(template=module.TEMPLATE)
+        return cls(template=module.TEMPLATE, target=module.TRANSFORMERS_TARGET)
 
     def load(self) -> types.ModuleType:
         """The generated parser module (`respc.PresetNotFound`, `respc.TemplateError` or, without the
@@ -48,10 +49,10 @@ class ParserSource:
         if self.preset is not None:
             from respc.registry import load_preset
 
-            return load_preset(self.preset)
-        import respc
+            return load_preset(self.preset, self.target)
+        from respc._compile import compile_template
 
-        return respc.compile_template(self.template)
+        return compile_template(self.template, target=self.target)
 
 
 class RecordParser:

@@ -8,13 +8,25 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from respc._io import InputError, write_atomic
+from respc._io import InputError, read_text, write_atomic
 from respc.cli.errors import UsageError, template_errors
 from respc.model import load_source
 
 __all__ = ["register", "run"]
 
 SOURCE_HELP = "template .json, tokenizer_config.json, model dir, or -"
+
+
+def add_target(command: Any) -> None:
+    """The `--target` option: the transformers release to parse as."""
+    from respc.runtime.targets import DEFAULT_TARGET, SUPPORTED_TARGETS
+
+    command.add_argument(
+        "--target",
+        choices=SUPPORTED_TARGETS,
+        default=None,
+        help=f"the transformers release to parse as (default: {DEFAULT_TARGET}, the newest)",
+    )
 
 
 def register(commands: Any) -> None:
@@ -25,6 +37,7 @@ def register(commands: Any) -> None:
     command.add_argument(
         "--check", action="store_true", help="write nothing; exit 1 with a diff if OUT is stale"
     )
+    add_target(command)
     command.set_defaults(run=run)
 
 
@@ -36,10 +49,12 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         out_name = Path(args.output).name if Path(args.output).is_absolute() else args.output
     regenerate = f"respc compile {name}" + (f" -o {out_name}" if out_name else "")
+    if args.target is not None:
+        regenerate += f" --target {args.target}"
     from respc.compiler import generate_source
 
     with template_errors(name):
-        source = generate_source(template, name=name, regenerate=regenerate)
+        source = generate_source(template, name=name, regenerate=regenerate, target=args.target)
     if args.check:
         return _check(Path(args.output), source)
     if args.output:
@@ -51,11 +66,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _check(out: Path, source: str) -> int:
     try:
-        current = out.read_text(encoding="utf-8") if out.is_file() else ""
-    except UnicodeDecodeError:
+        current = read_text(out) if out.is_file() else ""
+    except InputError as error:
+        if "not UTF-8" not in str(error):
+            raise
         current = "\ufffd"  # not even UTF-8: certainly stale
-    except OSError as error:
-        raise InputError(f"{out}: cannot read: {error.strerror or error}") from None
     if current == source:
         return 0
     diff = difflib.unified_diff(

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from respc.cli.compile import SOURCE_HELP
+from respc.cli.compile import SOURCE_HELP, add_target
 from respc.cli.errors import template_errors
 from respc.model import load_source
 
@@ -17,6 +17,7 @@ def register(commands: Any) -> None:
     """Add `explain` to the `respc` subcommands."""
     command = commands.add_parser("explain", help="print the delimiter table and state plan")
     command.add_argument("source", metavar="SOURCE", help=SOURCE_HELP)
+    add_target(command)
     command.set_defaults(run=run)
 
 
@@ -26,6 +27,6 @@ def run(args: argparse.Namespace) -> int:
 
     template, name = load_source(args.source)
     with template_errors(name):
-        plan = plan_parser(load_template(template), name)
+        plan = plan_parser(load_template(template, args.target), name)
     sys.stdout.write(explain(plan))
     return 0

@@ -15,10 +15,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from respc._io import AtomicOutput, InputError, read_json
+from respc._io import AtomicOutput, open_text, read_json, read_lines
 from respc.batch import ParserSource, parse_records
 from respc.batch.records import error_line
-from respc.cli.compile import SOURCE_HELP
+from respc.cli.compile import SOURCE_HELP, add_target
 from respc.cli.errors import UsageError, template_errors
 from respc.cli.progress import Progress
 from respc.model import ResponseTemplateNotFound, load_source, model_template
@@ -57,6 +57,7 @@ def register(commands: Any) -> None:
     command.add_argument("--tools", metavar="FILE", help="JSON list of tools, to type tool-call arguments")
     command.add_argument("--workers", type=int, default=1, metavar="N", help="worker processes (default: 1)")
     command.add_argument("-o", "--output", metavar="OUT", help="write here, atomically (default: stdout)")
+    add_target(command)
     command.set_defaults(run=run)
 
 
@@ -79,17 +80,17 @@ def run(args: argparse.Namespace) -> int:
 def _source(args: argparse.Namespace) -> tuple[ParserSource, str]:
     """The parser source the arguments name, and how to name it in errors."""
     if args.preset is not None:
-        return ParserSource(preset=args.preset), args.preset
+        return ParserSource(preset=args.preset, target=args.target), args.preset
     if args.template is not None:
         template, name = load_source(args.template)
-        return ParserSource(template=template), name
+        return ParserSource(template=template, target=args.target), name
     try:
         template, preset = model_template(args.model)
     except ResponseTemplateNotFound as error:
         raise UsageError(str(error)) from None
     if preset is not None:
-        return ParserSource.of_module(preset), args.model
-    return ParserSource(template=template), args.model
+        return ParserSource(preset=preset.__name__.rpartition(".")[2], target=args.target), args.model
+    return ParserSource(template=template, target=args.target), args.model
 
 
 def _load(source: ParserSource, name: str) -> Any:
@@ -105,12 +106,7 @@ def _load(source: ParserSource, name: str) -> Any:
 
 
 def _tools(path: str | None) -> list | None:
-    if path is None:
-        return None
-    tools = read_json(path)
-    if not isinstance(tools, list):
-        raise InputError(f"{path}: expected a JSON list of tools, got {type(tools).__name__}")
-    return tools
+    return None if path is None else read_json(path, expect=list)
 
 
 @contextlib.contextmanager
@@ -118,16 +114,7 @@ def _input(name: str) -> Iterator[IO[str]]:
     if name == "-":
         yield sys.stdin
         return
-    path = Path(name)
-    try:
-        stream = path.open(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{name}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{name}: is a directory, expected a file") from None
-    except OSError as error:
-        raise InputError(f"{name}: cannot read: {error.strerror or error}") from None
-    with stream:
+    with open_text(name) as stream:
         yield stream
 
 
@@ -141,13 +128,6 @@ def _output(name: str | None) -> Iterator[IO[str]]:
         yield stream
 
 
-def _lines(stream: IO[str], name: str) -> Iterator[str]:
-    try:
-        yield from stream
-    except UnicodeDecodeError as error:
-        raise InputError(f"{name}: not UTF-8 text (byte {error.start}: {error.reason})") from None
-
-
 def _count_lines(name: str) -> int | None:
     if name == "-" or not Path(name).is_file():
         return None
@@ -156,7 +136,7 @@ def _count_lines(name: str) -> int | None:
 
 
 def _parse_one(stream: IO[str], out: IO[str], module: Any, tools: list | None) -> int:
-    text = "".join(_lines(stream, getattr(stream, "name", "<stdin>")))
+    text = "".join(read_lines(stream, getattr(stream, "name", "<stdin>")))
     try:
         message = module.parse_response(text, prefix="", tools=tools)
     except Exception as error:
@@ -172,7 +152,7 @@ def _parse_jsonl(
 ) -> int:
     progress = Progress(_count_lines(args.input))
     fields = (args.response_field, args.prompt_field, args.id_field)
-    lines = _lines(stream, args.input if args.input != "-" else "<stdin>")
+    lines = read_lines(stream, args.input if args.input != "-" else "<stdin>")
     failed = 0
     for line, bad in parse_records(lines, source, tools=tools, fields=fields, workers=args.workers):
         out.write(line + "\n")

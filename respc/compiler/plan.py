@@ -40,6 +40,7 @@ PARSER_FUNCTIONS = {
     "json": "parse_json",
     "xml-inline": "parse_xml_inline",
     "kv-lines": "parse_kv_lines",
+    "python-call-list": "parse_python_call_list",
 }
 OUTSIDE = "outside"  # the scan of the implicit field / null sink; reserved so no field takes the name
 # Patterns that look behind the scan position (or change how far back a boundary looks) need the
@@ -67,6 +68,7 @@ class Delimiter:
     lead: str | None = None  # regex class of a leading run the scan walks back over (`\s*<x>`)
     rest: str | None = None  # the pattern after that run, which the scan searches for
     prefix: str = ""  # literal text every match of the searched pattern starts with
+    recheck: bool = False  # a match ending before the edge is final only if it survives extension (5.24)
 
     @property
     def method(self) -> str:
@@ -81,6 +83,11 @@ class Delimiter:
         return self.name + ("_RE" if self.anchor.literals is None else "")
 
     @property
+    def length(self) -> int:
+        """The length of a literal delimiter's match (a list's longest literal: the one a tie goes to)."""
+        return len(self.literals[0])
+
+    @property
     def prefix_const(self) -> str:
         return self.name + "_PREFIX"
 
@@ -88,6 +95,11 @@ class Delimiter:
     def alternation_const(self) -> str:
         """A literal list as one `re` alternation (for end-of-stream scans that mix it with regexes)."""
         return self.name + "_ALT"
+
+    @property
+    def whole_const(self) -> str:
+        """The whole pattern of a lead-run delimiter, for the recheck (`scan_lead`'s `whole`)."""
+        return self.name + "_WHOLE"
 
     @property
     def run_const(self) -> str:
@@ -182,6 +194,18 @@ class State:
         return tuple(sorted({lit[0] for d in self.watches for lit in d.literals}))
 
     @property
+    def partial_char(self) -> str | None:
+        """For the `literals` stream shape: the one character every watched literal starts with, found
+        with `str.find`; None when there are several (the `starts` pattern finds them)."""
+        return self.first_chars[0] if len(self.first_chars) == 1 else None
+
+    @property
+    def end_may_commit_at_edge(self) -> bool:
+        """Whether the end-of-stream scan must refuse a zero-width match at the very end (only regex
+        delimiters can match empty)."""
+        return any(d.method in ("pattern", "lead") for d in self.watches)
+
+    @property
     def start_char(self) -> str | None:
         """The one character `starts` matches, when it is a single literal (checked with `str.find`)."""
         items = self.starts[1:-1] if self.starts and self.starts.startswith("[") else None
@@ -242,11 +266,12 @@ class FieldPlan:
 
     @property
     def parse_call(self) -> str:
-        """The expression giving the parsed content from `body`: `text` with fixed arguments is inlined."""
+        """The expression giving the parsed content from `body`: `text` with fixed arguments is inlined;
+        the others are given the module's release (`RELEASE`), which decides where releases differ."""
         if self.parser == "parse_text" and type(self.args) is dict and set(self.args) <= {"strip"}:
             if type(self.args.get("strip", True)) is bool:
                 return "body.strip()" if self.args.get("strip", True) else "body"
-        return f"{self.parser}(body, {self.args_const})"
+        return f"{self.parser}(body, {self.args_const}, RELEASE)"
 
     @property
     def uses_args(self) -> bool:
@@ -283,6 +308,16 @@ class ParserPlan:
     warnings: tuple[str, ...] = ()  # template problems worth a look that do not stop compilation
 
     @property
+    def start_anchor_kind(self) -> str:
+        """The key the start anchor came from, as the oracle's log message names it."""
+        return "start_anchor" if self.start_anchor.is_literal else "start_anchor_pattern"
+
+    @property
+    def holds_values(self) -> bool:
+        """Whether the module needs the section of content-parser arguments and transforms."""
+        return self.uses_release or any(f.uses_args or f.uses_transform for f in self.fields)
+
+    @property
     def start_anchor_literals(self) -> tuple[str, ...]:
         """The literal start anchors, longest first, as the oracle's alternation tries them."""
         return tuple(sorted(self.start_anchor.literals or (), key=len, reverse=True))
@@ -314,13 +349,30 @@ class ParserPlan:
         )
 
     @property
+    def rechecked_leads(self) -> frozenset[str]:
+        """Lead-run delimiters whose streaming scan rechecks the whole pattern (`*_WHOLE` constants)."""
+        return frozenset(
+            d.const
+            for d in self._watched(("one", "many"), "stream_shape")
+            if d.method == "lead" and d.recheck
+        )
+
+    @property
     def lazy_patterns(self) -> tuple[str, ...]:
         """The module's `LazyRegex` constants, for `warm_up`."""
-        names = [
-            d.const for d in self.delimiters if d.anchor.literals is None and d.const in self.used_delimiters
-        ]
+        names = []
+        for d in self.delimiters:
+            if d.anchor.literals is None and d.const in self.used_delimiters:
+                names.append(d.const)
+                if d.const in self.rechecked_leads:
+                    names.append(d.whole_const)
         names += [s.starts_const for s in self.states if s.starts_const and s.starts_engine == "regex"]
         return tuple(names)
+
+    @property
+    def uses_release(self) -> bool:
+        """Whether a value function passes the release to a content parser (`RELEASE`)."""
+        return any(f.uses_args for f in self.fields)
 
     @property
     def feed_variant(self) -> str | None:
@@ -360,6 +412,7 @@ class ParserPlan:
             ("respc.runtime.contract", ("Field", "State")),
             ("respc.runtime.parser", ("CompiledParser",)),
             ("respc.runtime.scan", tuple(sorted(scan, key=lambda n: (not n.isupper(), n)))),
+            ("respc.runtime.targets", ("get_target",) if self.uses_release else ()),
             ("respc.runtime.transform", tuple(sorted(transform))),
         ]
         return tuple((module, names) for module, names in lines if names)
@@ -407,7 +460,7 @@ def _identifiers(names: list[Any]) -> list[str]:
     return out
 
 
-def _delimiter(field: Field, ident: str, kind: str, anchor: Anchor) -> Delimiter:
+def _delimiter(field: Field, ident: str, kind: str, anchor: Anchor, target: Target) -> Delimiter:
     name = f"{ident.upper()}_{kind.upper()}"
     if anchor.literals is None:
         split = split_lead(anchor.pattern)
@@ -422,6 +475,7 @@ def _delimiter(field: Field, ident: str, kind: str, anchor: Anchor) -> Delimiter
             lead,
             rest,
             literal_prefix(rest or anchor.pattern),
+            recheck=target.recheck_regex_matches,
         )
     return Delimiter(
         field.name, kind, anchor, name, tuple(sorted(anchor.literals, key=len, reverse=True)), False
@@ -475,10 +529,10 @@ def plan_parser(spec: Spec, source_name: str = "<template>") -> ParserPlan:
     closes: dict[Any, Delimiter] = {}
     for field, ident in zip(spec.fields, idents):
         if field.open is not None:
-            opens[field.name] = _delimiter(field, ident, "open", field.open)
+            opens[field.name] = _delimiter(field, ident, "open", field.open, target)
             delimiters.append(opens[field.name])
         if field.close is not None:
-            closes[field.name] = _delimiter(field, ident, "close", field.close)
+            closes[field.name] = _delimiter(field, ident, "close", field.close, target)
             delimiters.append(closes[field.name])
         if field.open is not None and field.close is not None:
             _refuse_hanging(field, opens[field.name], closes[field.name])

@@ -113,7 +113,10 @@ def regen(
     generated = package / "generated"
     drift = []
     for path, text in outputs.items():
-        current = path.read_text(encoding="utf-8") if path.is_file() else None
+        try:
+            current = read_text(path) if path.exists() else None
+        except InputError:
+            current = ""  # unreadable or not UTF-8: rewritten like any stale file
         if current != text:
             drift.append(Drift(path, "missing" if current is None else "stale"))
             if not check:

@@ -156,7 +156,7 @@ def _field(name: Any, raw: Any, target: Target) -> Field:
         raise TemplateError(f"{scope}: unknown keys {sorted(unknown)}")
     content = raw.get("content", "text")
     try:
-        known = content in frozenset(target.content_parsers)
+        known = content in target.parser_names
     except TypeError as error:
         raise TemplateTypeError(
             f"{scope}: 'content' must be a parser name, got {type(content).__name__}"

@@ -1,7 +1,8 @@
 """Content parsers: turn the raw body of a closed region into its value.
 
-Each parser mirrors `transformers.utils.chat_parsing.content_parsers` of transformers 5.23.0 exactly,
-including which inputs raise and with which exception type; generated modules call them by name.
+Each parser mirrors `transformers.utils.chat_parsing.content_parsers` of the targeted transformers
+release exactly, including which inputs raise and with which exception type; generated modules call
+them by name, passing their release (`respc.runtime.targets`), which decides the few ways they differ.
 """
 
 from __future__ import annotations
@@ -9,10 +10,14 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 
+from respc.runtime.calls import parse_python_call_list
+
 TYPE_CHECKING = False  # typing costs ~5 ms to import: keep it off a generated module's import path
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
+
+    from respc.runtime.targets import Target
 
 __all__ = [
     "CONTENT_PARSERS",
@@ -23,6 +28,7 @@ __all__ = [
     "parse_int",
     "parse_json",
     "parse_kv_lines",
+    "parse_python_call_list",
     "parse_text",
     "parse_xml_inline",
 ]
@@ -32,24 +38,28 @@ __all__ = [
 _SENTINEL_OPEN, _SENTINEL_CLOSE = "\x01", "\x02"
 
 
-def parse_text(text: str, args: dict) -> str:
+def _strip(text: str, args: dict) -> str:
+    return text.strip() if args.get("strip", True) else text
+
+
+def parse_text(text: str, args: dict, target: Target) -> str:
     """The body itself, stripped of Unicode whitespace unless `strip` is false."""
     return text.strip() if args.get("strip", True) else text
 
 
-def parse_int(text: str, args: dict) -> int:
+def parse_int(text: str, args: dict, target: Target) -> int:
     """Python `int()` of the (optionally stripped) body: `+4_2` and Unicode digits are accepted."""
-    return int(parse_text(text, args))
+    return int(_strip(text, args))
 
 
-def parse_float(text: str, args: dict) -> float:
+def parse_float(text: str, args: dict, target: Target) -> float:
     """Python `float()` of the (optionally stripped) body: `nan`, `inf` and `1e3` are accepted."""
-    return float(parse_text(text, args))
+    return float(_strip(text, args))
 
 
-def parse_bool(text: str, args: dict) -> bool:
+def parse_bool(text: str, args: dict, target: Target) -> bool:
     """True iff the lower-cased body is `true` or `1`; never raises."""
-    return parse_text(text, args).lower() in ("true", "1")
+    return _strip(text, args).lower() in ("true", "1")
 
 
 # The patterns below are compiled on first use, each once (the `regex` module's own cache costs a few µs a
@@ -77,7 +87,21 @@ def _unquoted_key() -> Any:
     return regex.compile(r"(?<=[{,])(\w+):")
 
 
-def parse_json(text: str, args: dict) -> Any:
+@lru_cache(maxsize=1)
+def _unquoted_key_outside_strings() -> Any:
+    import regex
+
+    # The first alternative swallows a whole quoted string so that key-like text inside one is left alone.
+    return regex.compile(r'"(?:\\.|[^"\\])*"|(?<=[{,])(\s*)(\w+)(\s*):')
+
+
+def _quote_key(match: Any) -> str:
+    if match.group(2) is None:
+        return match.group(0)
+    return f'{match.group(1)}"{match.group(2)}"{match.group(3)}:'
+
+
+def parse_json(text: str, args: dict, target: Target) -> Any:
     """`json.loads` after the optional dialect rewrites (`string_delims`, then `unquoted_keys`)."""
     string_delims = args.get("string_delims", [])
     if string_delims and (_SENTINEL_OPEN in text or _SENTINEL_CLOSE in text):
@@ -94,14 +118,17 @@ def parse_json(text: str, args: dict) -> Any:
     for open_delim, close_delim in string_delims:
         working = _string_pattern(open_delim, close_delim).sub(stash, working)
     if args.get("unquoted_keys", False):
-        working = _unquoted_key().sub(r'"\1":', working)
+        if target.json_keys_skip_strings:
+            working = _unquoted_key_outside_strings().sub(_quote_key, working)
+        else:
+            working = _unquoted_key().sub(r'"\1":', working)
     for index, raw in enumerate(extracted):
         working = working.replace(f"{_SENTINEL_OPEN}{index}{_SENTINEL_CLOSE}", json.dumps(raw))
     try:
         return json.loads(working)
     except json.JSONDecodeError as error:
         if args.get("allow_non_json"):
-            return parse_text(text, args)
+            return _strip(text, args)
         if working == text:
             raise ValueError(
                 f"json parser could not parse region as JSON.\nContent: {text!r}\nError: {error}"
@@ -112,52 +139,56 @@ def parse_json(text: str, args: dict) -> Any:
         ) from error
 
 
-def _parse_value(raw: Any, value_parser: dict | None) -> Any:
+def _parse_value(raw: Any, value_parser: dict | None, target: Target) -> Any:
     if value_parser is None:
         return raw
-    return parse_content(raw, value_parser.get("name", "text"), value_parser.get("args", {}))
+    return parse_content(raw, value_parser.get("name", "text"), value_parser.get("args", {}), target)
 
 
-def parse_xml_inline(text: str, args: dict) -> dict:
+def parse_xml_inline(text: str, args: dict, target: Target) -> dict:
     """Collect every `tag_pattern` match into a dict of `key` -> (optionally parsed) `value`."""
     tag_pattern = args.get("tag_pattern")
     if tag_pattern is None:
         raise ValueError("xml-inline: 'tag_pattern' content_arg is required")
     value_parser = args.get("value_parser")
     merge = args.get("merge_duplicates", False)
+    wraps_lists = target.xml_merge_wraps_lists
+    merged: set[str] = set()
     out: dict[str, Any] = {}
     for match in _tag_pattern(tag_pattern).finditer(text):
         groups = match.groupdict()
         key = groups.get("key")
         if key is None:
             raise ValueError(f"xml-inline: tag_pattern must have a named group 'key'. Pattern: {tag_pattern}")
-        value = _parse_value(groups.get("value", ""), value_parser)
+        value = _parse_value(groups.get("value", ""), value_parser, target)
         if merge and key in out:
-            # A first value that is already a list is extended rather than wrapped (oracle quirk Q15).
-            if not isinstance(out[key], list):
+            # The first duplicate starts a list; 5.23 extends a first value that is already a list
+            # instead of wrapping it (quirk Q15).
+            if key not in merged if wraps_lists else not isinstance(out[key], list):
                 out[key] = [out[key]]
+                merged.add(key)
             out[key].append(value)
         else:
             out[key] = value
     return out
 
 
-def parse_kv_lines(text: str, args: dict) -> dict:
+def parse_kv_lines(text: str, args: dict, target: Target) -> dict:
     """`key<kv_sep>value` lines (split on `line_sep`) into a dict; lines without the separator are skipped."""
     line_sep = args.get("line_sep", "\n")
     kv_sep = args.get("kv_sep", ":")
     value_parser = args.get("value_parser")
     out: dict[str, Any] = {}
     for line in text.split(line_sep):
-        line = parse_text(line, args)
+        line = _strip(line, args)
         if not line or kv_sep not in line:
             continue
         key, value = line.split(kv_sep, 1)
-        out[parse_text(key, args)] = _parse_value(parse_text(value, args), value_parser)
+        out[_strip(key, args)] = _parse_value(_strip(value, args), value_parser, target)
     return out
 
 
-CONTENT_PARSERS: dict[str, Callable[[str, dict], Any]] = {
+CONTENT_PARSERS: dict[str, Callable[[str, dict, Target], Any]] = {
     "text": parse_text,
     "int": parse_int,
     "float": parse_float,
@@ -165,12 +196,16 @@ CONTENT_PARSERS: dict[str, Callable[[str, dict], Any]] = {
     "json": parse_json,
     "xml-inline": parse_xml_inline,
     "kv-lines": parse_kv_lines,
+    "python-call-list": parse_python_call_list,
 }
 
 # Parsers whose value is only meaningful once the region closes: their chunks stream with `dirty: True`.
-DIRTY_PARSERS = frozenset({"json", "xml-inline", "kv-lines"})
+DIRTY_PARSERS = frozenset({"json", "xml-inline", "kv-lines", "python-call-list"})
 
 
-def parse_content(text: str, name: str, args: dict) -> Any:
-    """Run the content parser called `name` (an unknown name raises `KeyError`, as upstream)."""
-    return CONTENT_PARSERS[name](text, args)
+def parse_content(text: str, name: str, args: dict, target: Target) -> Any:
+    """Run the content parser called `name` as `target` knows it (a name it does not know raises
+    `KeyError`, an unhashable one `TypeError`, as upstream)."""
+    if name not in target.parser_names:
+        raise KeyError(name)
+    return CONTENT_PARSERS[name](text, args, target)

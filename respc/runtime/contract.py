@@ -79,7 +79,7 @@ class Field:
 
 def check_contract(cls: type) -> None:
     """Refuse, with one line, a generated class written against another contract version."""
-    declared = cls.__dict__.get("CONTRACT")
+    declared = getattr(cls, "CONTRACT", None)  # inherited by subclasses of a generated parser
     if declared == CONTRACT:
         return
     module = cls.__module__

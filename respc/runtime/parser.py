@@ -16,12 +16,18 @@ bodies as lists of parts, so every feed costs O(chunk + held text).
 | skip scan (`_feed_slow`) | no start character in the chunk (nor, when lead runs are watched, in the held text) | routes without scanning, holding trailing runs |
 | full pass (`_process`) | otherwise | the oracle's pass: scan, commit, route, hold |
 
-`_plain` and `_lead_run` say whether the first two apply; the full pass sets them when it ends at rest.
-A template without regex delimiters keeps no context (`CONTEXT` 0) and declares
+`_plain` and `_lead_run` say whether the first two apply; `_feed_slow` sets them when a feed ends at
+rest. A template without regex delimiters keeps no context (`CONTEXT` 0) and declares
 `feed = CompiledParser.feed_without_context`, whose plain-chunk path does not even keep the chunk.
+
+Routed text reaches a region's body through `_route` (append, coalesce long bodies, emit the chunk). The
+three fast paths above inline its append, where a method call costs 8-10% of a chunk's time, and the
+commit loop appends the last part of a region that closes at once, which needs no coalescing.
 """
 
 from __future__ import annotations
+
+from types import MappingProxyType
 
 from respc.runtime.contract import check_contract
 from respc.runtime.scan import LazyRegex, run_start
@@ -29,6 +35,7 @@ from respc.runtime.tools import coerce_tool_calls, tool_params
 
 TYPE_CHECKING = False  # typing costs ~5 ms to import: keep it off a generated module's import path
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any, ClassVar
 
     from respc.runtime.contract import Field, State
@@ -92,10 +99,15 @@ class CompiledParser:
             raise ValueError(PREFIX_REQUIRED)
         if errors not in ("strict", "keep"):
             raise ValueError(f"errors must be 'strict' or 'keep', got {errors!r}")
-        self._arguments = (prefix, tools, errors)
-        self._tools = tool_params(tools) if tools else {}
+        remainder = self._truncate_past_last_anchor(prefix) if prefix else ""
+        self._start(remainder, tool_params(tools, self.TARGET) if tools else {}, errors == "keep")
+
+    def _start(self, remainder: str, tools: dict[str, dict], keep_errors: bool) -> None:
+        """The state right after construction: `remainder` is the prefix past its last start anchor."""
+        self._remainder = remainder  # what `restart` replays (not the whole prompt)
+        self._tools = tools
         # errors="keep": a region that fails to parse is reported here instead of raising (not upstream).
-        self.errors: list[dict] | None = [] if errors == "keep" else None
+        self.errors: list[dict] | None = [] if keep_errors else None
         self._buf = ""
         self._pos = 0
         self._output: dict[str, Any] = self.defaults()
@@ -106,12 +118,10 @@ class CompiledParser:
         self._run_pieces_limit = _COALESCE
         self._reset()
         self.initial_events: list[dict] = []
-        if prefix:
-            remainder = self._truncate_past_last_anchor(prefix)
-            if remainder:
-                self._buf = remainder
-                self._process(self.initial_events, False)
-                self._trim()
+        if remainder:
+            self._buf = remainder
+            self._process(self.initial_events, False)
+            self._trim()
 
     # -- read-only accessors (what the serving layer uses) -------------------------------------------
 
@@ -122,19 +132,21 @@ class CompiledParser:
         return self._current
 
     @property
-    def tool_parameters(self) -> dict[str, dict]:
-        """The `properties` of each tool's parameters, by tool name, as `tools=` gave them."""
-        return self._tools
+    def tool_parameters(self) -> Mapping[str, dict]:
+        """The `properties` of each tool's parameters, by tool name, as `tools=` gave them (read-only)."""
+        return MappingProxyType(self._tools)
 
     @property
     def finalized(self) -> bool:
+        """Whether `finalize` has returned (a later `feed` or `finalize` raises)."""
         return self._finalized
 
     def restart(self) -> CompiledParser:
-        """A new parser of this class, as this one was right after construction (same prefix, tools
-        and errors mode)."""
-        prefix, tools, errors = self._arguments
-        return type(self)(prefix, tools=tools, errors=errors)
+        """A new parser of this class, as this one was right after construction: the same prefix (past its
+        last start anchor), tools and errors mode."""
+        parser = type(self).__new__(type(self))
+        parser._start(self._remainder, self._tools, self.errors is not None)
+        return parser
 
     # -- streaming -------------------------------------------------------------------------------------
 
@@ -153,8 +165,8 @@ class CompiledParser:
             return prefix
         return prefix[last_end:]
 
-    def _reset(self) -> None:
-        current = self._current = self.IMPLICIT
+    def _enter(self, state: Any) -> None:
+        """Take the scans and fast-path facts of `state` (one unpack: see `State.entered`)."""
         (
             self._scan,
             self._end_scan,
@@ -162,9 +174,11 @@ class CompiledParser:
             self._starts,
             self._runs,
             self._dirty,
-        ) = self.STATES[
-            current
-        ].entered  # the state's scans and fast-path facts (see `State.entered`)
+        ) = self.STATES[state].entered
+
+    def _reset(self) -> None:
+        current = self._current = self.IMPLICIT
+        self._enter(current)
         self._captures: dict[str, str] = {}
         self._parts: list[str] = []
         self._parts_limit = _COALESCE
@@ -430,10 +444,7 @@ class CompiledParser:
         self._parts_limit = len(parts) + _COALESCE
 
     def _route(self, events: list[dict] | None, text: str) -> None:
-        """Route text into the current region (opening the implicit one lazily), as one chunk event.
-
-        This is the one path that appends to a region's body; `feed`'s fast paths inline its append
-        (a method call is a tenth of a plain chunk's cost)."""
+        """Route text into the current region (opening the implicit one lazily), as one chunk event."""
         self._empty_open = False
         current = self._current
         if current is None:
@@ -452,16 +463,7 @@ class CompiledParser:
 
     def _open(self, events: list[dict] | None, name: Any, match: Any, zero_width: bool) -> None:
         self._current = name
-        (
-            self._scan,
-            self._end_scan,
-            self._start_char,
-            self._starts,
-            self._runs,
-            self._dirty,
-        ) = self.STATES[
-            name
-        ].entered  # the state's scans and fast-path facts (see `State.entered`)
+        self._enter(name)
         self._captures = (
             {} if match is None else {k: v for k, v in match.groupdict().items() if v is not None}
         )

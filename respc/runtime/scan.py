@@ -31,6 +31,7 @@ __all__ = [
     "scan_literals",
     "scan_pattern",
     "set_search_timeout",
+    "survives_extension",
 ]
 
 # The characters of the leading runs that lead-run delimiters (`\s*<tool_call>`) start with, by the
@@ -170,8 +171,26 @@ def scan_literals(
     return None if start < 0 else (start, len(buf), False, None)
 
 
-def scan_pattern(buf: str, pos: int, pattern: Any, eos: bool) -> Found | None:
-    """A regex delimiter: the `regex` module's partial search, as the oracle runs it."""
+def survives_extension(pattern: Any, buf: str, start: int, end: int, match: Any) -> bool:
+    """Whether a complete match of `pattern` over `buf[start:end]`, ending before the buffer's edge, stays
+    the same when the stream goes on: re-matched at `start` on the buffer extended by a character that is
+    neither a newline nor the end of input, it must keep its span and the named groups of `match`
+    (transformers 5.24; `$` before a trailing newline, or `\\Z` in a lookahead, fail this)."""
+    try:
+        extended = pattern.match(buf + "\x00", start, timeout=_LIMIT[0])
+    except TimeoutError as error:
+        raise SearchTimeout(
+            f"respc: searching for the delimiter /{pattern.pattern}/ took longer than the {_LIMIT[0]} s "
+            "limit set with respc.runtime.scan.set_search_timeout"
+        ) from error
+    return (
+        extended is not None and extended.span() == (start, end) and extended.groupdict() == match.groupdict()
+    )
+
+
+def scan_pattern(buf: str, pos: int, pattern: Any, eos: bool, recheck: bool = False) -> Found | None:
+    """A regex delimiter: the `regex` module's partial search, as the oracle runs it. With `recheck`
+    (transformers 5.24), a match ending before the edge is final only if it `survives_extension`."""
     match = _search(pattern, buf, pos, not eos)
     if eos:
         return None if match is None else (match.start(), match.end(), True, match)
@@ -179,16 +198,29 @@ def scan_pattern(buf: str, pos: int, pattern: Any, eos: bool) -> Found | None:
         return None
     end = match.end()
     # A regex ending at the edge may always grow, even one that could not really match more (quirk Q19).
-    return match.start(), end, not match.partial and end < len(buf), match
+    start = match.start()
+    final = (
+        not match.partial
+        and end < len(buf)
+        and (not recheck or survives_extension(pattern, buf, start, end, match))
+    )
+    return start, end, final, match
 
 
 def scan_lead(
-    buf: str, pos: int, rest: Any, run: frozenset[str], eos: bool, at: int | None = None
+    buf: str,
+    pos: int,
+    rest: Any,
+    run: frozenset[str],
+    eos: bool,
+    at: int | None = None,
+    whole: Any = None,
 ) -> Found | None:
     """A regex `R*X` (a run of one character class, then `X`, which cannot start with one): search `X`
     and walk back over the run before it. The leftmost (partial) match of the whole pattern starts
     exactly there, so this agrees with the oracle's search without trying the run at every position.
-    `at` starts the search for `X` later than `pos` when no match of `X` can start before it.
+    `at` starts the search for `X` later than `pos` when no match of `X` can start before it; `whole`, the
+    whole pattern, rechecks a match ending before the edge as `scan_pattern`'s `recheck` does.
     """
     match = _search(rest, buf, pos if at is None else at, not eos)
     if match is None:
@@ -199,7 +231,12 @@ def scan_lead(
     end = match.end()
     if eos:
         return start, end, True, match
-    return start, end, not match.partial and end < len(buf), match
+    final = (
+        not match.partial
+        and end < len(buf)
+        and (whole is None or survives_extension(whole, buf, start, end, match))
+    )
+    return start, end, final, match
 
 
 def run_start(buf: str, pos: int, run: frozenset[str]) -> int:

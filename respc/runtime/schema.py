@@ -1,8 +1,8 @@
 """JSON schemas for tool functions, without transformers or torch.
 
-Mirrors `transformers.utils.chat_template_utils.get_json_schema` of transformers 5.23.0 so that compiled
-templates describe Python tools exactly as transformers would: same keys, same key order, same exception
-classes. Its quirks are reproduced on purpose (see the comments); fixing one would make rendered prompts
+Mirrors `transformers.utils.chat_template_utils.get_json_schema` of the targeted transformers release so
+that compiled templates describe Python tools exactly as transformers would: same keys, same key order,
+same exception classes. (5.24 also reads `name (type): description` entries in an Args block.) Its quirks are reproduced on purpose (see the comments); fixing one would make rendered prompts
 differ from the reference.
 """
 
@@ -16,7 +16,10 @@ import types
 from collections.abc import Callable
 from contextlib import suppress
 from enum import Enum
-from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin, get_type_hints
+
+if TYPE_CHECKING:
+    from respc.runtime.targets import Target
 
 __all__ = ["DocstringParsingException", "TypeHintParsingException", "get_json_schema"]
 
@@ -77,13 +80,25 @@ _ARG_ENTRY = re.compile(
     """,
     re.DOTALL | re.VERBOSE,
 )
+# transformers 5.24: an optional "(type)" between the name and the colon, in an entry and where the next
+# one starts (`Target.docstring_arg_types`).
+_TYPED_ARG_ENTRY = re.compile(
+    r"""
+    (?:\A|\n)
+    (?P<indent>[ \t]*) (?P<name>\w+) (?:[ \t]*\([^()\n]*\))? : \s*
+    (?P<text>.*?) \s*
+    (?= \n (?!(?P=indent)[ \t]) [ \t]*\w+(?:[ \t]*\([^()\n]*\))?: | \Z )
+    """,
+    re.DOTALL | re.VERBOSE,
+)
 _LINE_BREAK = re.compile(r"\s*\n\s*")
 # A trailing "(choices: [...])" (JSON) turns into an "enum"; the first "(choices:" in the text opens it.
 _CHOICES = re.compile(r"\(choices:\s*(?P<values>.*?)\)\s*$", re.IGNORECASE)
 
 
-def get_json_schema(func: Callable[..., Any]) -> dict[str, Any]:
-    """Describe `func` as an OpenAI-style tool schema, exactly as transformers' `get_json_schema` does.
+def get_json_schema(func: Callable[..., Any], target: str | Target | None = None) -> dict[str, Any]:
+    """Describe `func` as an OpenAI-style tool schema, exactly as transformers' `get_json_schema` does in
+    the `target` release (default: the newest supported).
 
     The description and argument descriptions come from the Google-style docstring, the types from the
     type hints; an implicit unannotated `self`/`cls` is ignored. A "Returns:" section and return hint are
@@ -99,7 +114,9 @@ def get_json_schema(func: Callable[..., Any]) -> dict[str, Any]:
         raise DocstringParsingException(
             f"Cannot generate JSON schema for {name} because it has no docstring!"
         )
-    summary, arg_docs, returns_doc = _parse_docstring(doc.strip())
+    from respc.runtime.targets import get_target  # here: this module imports only the standard library
+
+    summary, arg_docs, returns_doc = _parse_docstring(doc.strip(), get_target(target).docstring_arg_types)
 
     parameters = _parameters_schema(func, name)
     return_schema = parameters["properties"].pop("return", None)
@@ -136,7 +153,7 @@ def _first_index(text: str, needles: tuple[str, ...], start: int = 0) -> int:
     return min(found, default=len(text))
 
 
-def _parse_docstring(doc: str) -> tuple[str, dict[str, str], str | None]:
+def _parse_docstring(doc: str, typed: bool) -> tuple[str, dict[str, str], str | None]:
     """Split a cleaned docstring into its summary, argument descriptions and Returns text (None if absent)."""
     summary = doc[: _first_index(doc, _SUMMARY_END)].strip()
 
@@ -145,7 +162,7 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str], str | None]:
     if header:
         block = doc[header.end() : _first_index(doc, _ARGS_END, header.end())].rstrip()
         block = "\n".join(line for line in block.split("\n") if line.strip())
-        for entry in _ARG_ENTRY.finditer(block):
+        for entry in (_TYPED_ARG_ENTRY if typed else _ARG_ENTRY).finditer(block):
             # A repeated name keeps its last description; line breaks inside one become single spaces
             arg_docs[entry["name"]] = _LINE_BREAK.sub(" ", entry["text"].strip())
 

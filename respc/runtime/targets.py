@@ -24,8 +24,10 @@ class Target:
     __slots__ = (
         "close_captures",
         "content_parsers",
+        "docstring_arg_types",
         "json_keys_skip_strings",
         "name",
+        "parser_names",
         "recheck_regex_matches",
         "release",
         "xml_merge_wraps_lists",
@@ -41,11 +43,13 @@ class Target:
         recheck_regex_matches: bool,
         json_keys_skip_strings: bool,
         xml_merge_wraps_lists: bool,
+        docstring_arg_types: bool,
     ) -> None:
         self.name = name  # what `--target` takes: "5.24"
         self.release = release  # the transformers version it is checked against: "5.24.0"
         # The content parser names validation accepts (5.24 adds `python-call-list`).
         self.content_parsers = content_parsers
+        self.parser_names = frozenset(content_parsers)  # for lookups (an unhashable name raises TypeError)
         # Named groups of a close match join the region's captures, over the open's (5.24).
         self.close_captures = close_captures
         # Before the end of the stream, a regex match ending before the buffer's edge is final only if
@@ -55,6 +59,9 @@ class Target:
         self.json_keys_skip_strings = json_keys_skip_strings
         # xml-inline `merge_duplicates` wraps the first value in a new list even when it is a list (5.24).
         self.xml_merge_wraps_lists = xml_merge_wraps_lists
+        # `tools=` functions: an Args entry may read `name (type): description` (5.24's get_json_schema;
+        # not in the release notes, found by diffing the wheels).
+        self.docstring_arg_types = docstring_arg_types
 
     def __repr__(self) -> str:
         return f"Target({self.name!r})"
@@ -72,6 +79,17 @@ TARGETS = {
         recheck_regex_matches=False,
         json_keys_skip_strings=False,
         xml_merge_wraps_lists=False,
+        docstring_arg_types=False,
+    ),
+    "5.24": Target(
+        "5.24",
+        release="5.24.0",
+        content_parsers=(*_CONTENT_PARSERS_5_23, "python-call-list"),
+        close_captures=True,
+        recheck_regex_matches=True,
+        json_keys_skip_strings=True,
+        xml_merge_wraps_lists=True,
+        docstring_arg_types=True,
     ),
 }
 SUPPORTED_TARGETS = tuple(TARGETS)  # oldest first

@@ -20,14 +20,15 @@ __all__ = ["coerce", "coerce_tool_calls", "schema_types", "tool_params"]
 _NOT_FINITE = (float("inf"), float("-inf"))
 
 
-def tool_params(tools: Iterable[dict | Callable] | None) -> dict[str, dict]:
-    """Map each usable tool's name to its parameter `properties`; unusable entries are skipped silently."""
+def tool_params(tools: Iterable[dict | Callable] | None, target: str | None = None) -> dict[str, dict]:
+    """Map each usable tool's name to its parameter `properties`; unusable entries are skipped silently.
+    Python functions are described as the `target` release's `get_json_schema` would (default: newest)."""
     params: dict[str, dict] = {}
     for tool in tools or []:
         if isinstance(tool, (FunctionType, MethodType)):  # what inspect.isfunction/ismethod test
             from respc.runtime.schema import get_json_schema  # only callables need the docstring parser
 
-            tool = get_json_schema(tool)
+            tool = get_json_schema(tool, target)
         description = tool.get("function", tool) if isinstance(tool, dict) else None
         if isinstance(description, dict) and isinstance(description.get("name"), str):
             parameters = description.get("parameters")

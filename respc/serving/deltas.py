@@ -155,9 +155,10 @@ class _TextField:
 class DeltaStream:
     """OpenAI `chat.completion.chunk` deltas from a `ResponseParser`; see the module docstring for the rules.
 
-    `template` is needed only for parsers that do not come from a generated module (transformers' own);
-    `tools` must be the tools the parser was built with (they decide how arguments are typed); by
-    default they are read from the parser. `new_id` makes the id of a call the template gives none.
+    `template` and `target` (the transformers release the parser follows) are needed only for parsers
+    that do not come from a generated module (transformers' own); `tools` must be the tools the parser
+    was built with (they decide how arguments are typed); by default they are read from the parser.
+    `new_id` makes the id of a call the template gives none.
     """
 
     def __init__(
@@ -165,10 +166,12 @@ class DeltaStream:
         parser: Any,
         *,
         template: dict | None = None,
+        target: str | None = None,
         tools: list | None = None,
         new_id: Callable[[], str] = _new_id,
     ) -> None:
         template = template if template is not None else template_of(parser)
+        target = target if target is not None else getattr(type(parser), "TARGET", None)
         if not isinstance(template, dict) or not isinstance(template.get("fields"), dict):
             raise TypeError("DeltaStream: cannot find the parser's response template; pass template=")
         self.parser = parser
@@ -183,8 +186,10 @@ class DeltaStream:
             if key is not None and isinstance(spec, dict):
                 self._texts[name] = _TextField(key, spec, defaults.get(name) if spec.get("join") else None)
         spec = template["fields"].get("tool_calls")
-        self._shape = shape_of(spec) if isinstance(spec, dict) else None
-        self._params = tool_params(tools) if tools is not None else _read(parser, "tool_parameters") or {}
+        self._shape = shape_of(spec, target) if isinstance(spec, dict) else None
+        self._params = (
+            tool_params(tools, target) if tools is not None else _read(parser, "tool_parameters") or {}
+        )
         self._new_id = new_id
         self._fed = ""  # everything fed so far
         self._floor = 0  # where in it the parser has certainly consumed up to (a lower bound)

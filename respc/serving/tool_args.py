@@ -17,6 +17,7 @@ from typing import Any
 import regex
 
 from respc.runtime.content import parse_content
+from respc.runtime.targets import Target, get_target
 from respc.runtime.tools import coerce, schema_types
 from respc.runtime.transform import placeholder
 
@@ -29,6 +30,7 @@ _CASTING_TYPES = frozenset({"integer", "number", "boolean", "null", "object", "a
 _JSON_STARTS = frozenset('{["-0123456789tfnNI')
 _JSON_SPACE = " \t\n\r"
 _WORD = regex.compile(r"\w")
+_SPACE = regex.compile(r"\s")  # the json dialect's `\s`, as the `regex` module reads it
 _STRING_RUN = regex.compile(r'[^"\\]+')
 
 
@@ -120,6 +122,7 @@ class CallShape:
     open_re: Any = None
     dialect: dict = field(default_factory=dict)
     xml: XmlTags | None = None
+    target: Target = field(default_factory=lambda: get_target(None))  # the release the parser follows
 
 
 def _placeholder(node: Any) -> tuple | None:
@@ -130,11 +133,15 @@ def _placeholder(node: Any) -> tuple | None:
     return None
 
 
-def _source(node: Any, groups: set, each: bool) -> Source | None:
+def _source(node: Any, groups: set, each: bool, late: set) -> Source | None:
+    """Where `node` of a transform comes from; None when that is known only at the close (`late`: the
+    close pattern's groups, which join the captures there in transformers 5.24)."""
     path = _placeholder(node)
     if path is None:
         return None if node is None or isinstance(node, (dict, list)) else Source("literal", value=node)
     root, rest = path[0], path[1:]
+    if root in late:
+        return None
     if root in groups and not rest:
         return Source("capture", name=root)
     if each:
@@ -199,54 +206,62 @@ def _xml_tags(args: dict) -> XmlTags | None:
     return XmlTags(tag, head, tail, value_parser if isinstance(value_parser, dict) else None)
 
 
-def shape_of(spec: dict) -> CallShape:
-    """Read the tool_calls field of a template: which parts of a call can be known before it closes."""
+def shape_of(spec: dict, target: str | Target | None = None) -> CallShape:
+    """Read the tool_calls field of a template: which parts of a call can be known before it closes, for
+    a parser following the `target` release (default: the newest supported)."""
+    target = get_target(target)
     try:
-        return _shape_of(spec)
+        return _shape_of(spec, target)
     except (TypeError, AttributeError, regex.error):  # a template the parser itself fails on at close
-        return CallShape("final")
+        return CallShape("final", target=target)
 
 
-def _shape_of(spec: dict) -> CallShape:
+def _shape_of(spec: dict, target: Target) -> CallShape:
     transform, each = spec.get("transform"), bool(spec.get("transform_each"))
     open_re = None
     if isinstance(spec.get("open_pattern"), str):
         open_re = regex.compile(spec["open_pattern"], regex.DOTALL)
     groups = set(open_re.groupindex) if open_re is not None else set()
+    late = set()
+    if target.close_captures and isinstance(spec.get("close_pattern"), str):
+        late = set(regex.compile(spec["close_pattern"], regex.DOTALL).groupindex)
     if not isinstance(transform, dict):
-        return CallShape("final")
+        return CallShape("final", target=target)
     function = transform.get("function")
     coerces = isinstance(function, dict) or _placeholder(function) is not None
     function = transform if function is None else function
     if _placeholder(function) is not None:
         base = _placeholder(function)
-        name = _source("{" + ".".join((*base, "name")) + "}", groups, each)
+        name = _source("{" + ".".join((*base, "name")) + "}", groups, each, late)
         arguments = tuple(
-            _source("{" + ".".join((*base, key)) + "}", groups, each) for key in ("arguments", "parameters")
+            _source("{" + ".".join((*base, key)) + "}", groups, each, late)
+            for key in ("arguments", "parameters")
         )
     elif isinstance(function, dict):
-        name = _source(function.get("name"), groups, each)
+        name = _source(function.get("name"), groups, each, late)
         key = "arguments" if "arguments" in function else "parameters"
-        arguments = (_source(function.get(key), groups, each),)
+        arguments = (_source(function.get(key), groups, each, late),)
     else:
-        return CallShape("final")
-    call_id = _source(transform.get("id"), groups, each) if "id" in transform else None
+        return CallShape("final", target=target)
+    call_id = _source(transform.get("id"), groups, each, late) if "id" in transform else None
+    if "id" in transform and call_id is None:
+        return CallShape("final", target=target)
     usable = name is not None and all(a is not None and a.kind == "content" for a in arguments)
     if call_id is not None and call_id.kind == "content" and spec.get("content") != "json":
         usable = False
-    common = dict(each=each, name=name, call_id=call_id, coerces=coerces, open_re=open_re)
+    common = dict(each=each, name=name, call_id=call_id, coerces=coerces, open_re=open_re, target=target)
     args = spec.get("content_args") or {}
     content = spec.get("content", "text")
     if usable and content == "json":
         delims = args.get("string_delims") or []
         if len(delims) > 1 or not all(_plain_pair(pair) for pair in delims):
-            return CallShape("final")
+            return CallShape("final", target=target)
         return CallShape("json", arguments=tuple(a.path for a in arguments), dialect=args, **common)
     if usable and content == "xml-inline" and not each and name.kind != "content":
         xml = _xml_tags(args)
         if xml is not None and [a.path for a in arguments][:1] == [()]:
             return CallShape("xml", arguments=((),), xml=xml, **common)
-    return CallShape("final")
+    return CallShape("final", target=target)
 
 
 def _plain_pair(pair: Any) -> bool:
@@ -263,17 +278,22 @@ def _plain_pair(pair: Any) -> bool:
 class _Dialect:
     """The json parser's `string_delims` (one pair) and `unquoted_keys` rewrites, applied as text arrives.
 
-    Both rewrites run over the whole body upstream, ordinary JSON strings included (quirk Q13); this does
-    the same, holding back only what the next characters could still change (a partial delimiter, a word
-    that may be followed by `:`).
+    transformers 5.23 quotes bare keys over the whole body, ordinary JSON strings included (quirk Q13),
+    and only right after `{` or `,`; 5.24 (`skip_strings`) leaves quoted strings alone and allows
+    whitespace around the key. This does the same, holding back only what the next characters could
+    still change (a partial delimiter, a word that may be followed by `:`). A JSON string is sent as it
+    arrives, as if it will close: if it never does, the body is not JSON, and the stream's final check
+    reports the mismatch.
     """
 
-    def __init__(self, args: dict) -> None:
+    def __init__(self, args: dict, skip_strings: bool) -> None:
         delims = args.get("string_delims") or []
         self.delims = tuple(delims[0]) if delims else None
         self.unquoted = bool(args.get("unquoted_keys"))
+        self.skip_strings = skip_strings
         self.pending = ""
-        self.in_string = False
+        self.in_string = False  # inside an extracted (string_delims) string
+        self.in_json_string = False  # inside an ordinary quoted string (skip_strings only)
         self.after_brace = False  # the last character outside extracted strings was `{` or `,`
 
     def feed(self, text: str, final: bool = False) -> str:
@@ -290,6 +310,21 @@ class _Dialect:
                 out.append(_escape(buf[i:at]) + '"')
                 i, self.in_string, self.after_brace = at + len(closer), False, False
                 continue
+            if self.in_json_string:
+                end = i
+                while end < len(buf) and buf[end] != '"':
+                    end += 2 if buf[end] == "\\" else 1
+                if end >= len(buf):
+                    end = len(buf) - 1 if end > len(buf) else len(buf)  # keep a lone trailing backslash
+                    out.append(buf[i:end])
+                    i = end
+                    if final:
+                        out.append(buf[i:])
+                        i = len(buf)
+                    break
+                out.append(buf[i : end + 1])
+                i, self.in_json_string, self.after_brace = end + 1, False, False
+                continue
             if opener:
                 if buf.startswith(opener, i):
                     out.append('"')
@@ -298,25 +333,50 @@ class _Dialect:
                 if not final and opener.startswith(buf[i:]):
                     break
             if self.unquoted and self.after_brace:
-                end = i
-                while end < len(buf) and _WORD.match(buf[end]):
-                    end += 1
-                if end == len(buf) and not final:
-                    break
-                if end > i and buf.startswith(":", end):
-                    out.append(f'"{buf[i:end]}":')
-                    i, self.after_brace = end + 1, False
+                key = self._key(buf, i, final)
+                if key is None:
+                    break  # it may still become a key
+                if key:
+                    out.append(key[0])
+                    i, self.after_brace = key[1], False
                     continue
-                if end > i:
-                    out.append(buf[i:end])
-                    i, self.after_brace = end, False
-                    continue
+            char = buf[i]
+            if self.skip_strings and char == '"':
+                out.append(char)
+                i, self.in_json_string, self.after_brace = i + 1, True, False
+                continue
             char = buf[i]
             out.append(char)
             self.after_brace = char in "{,"
             i += 1
         self.pending = buf[i:]
         return "".join(out)
+
+    def _key(self, buf: str, i: int, final: bool) -> tuple[str, int] | tuple[()] | None:
+        """At `i`, right after `{` or `,`: (the rewritten text, where it ends) for a bare key; () when
+        none starts here; None when the text so far cannot tell."""
+        end = i
+        if self.skip_strings:
+            while end < len(buf) and _SPACE.match(buf[end]):
+                end += 1
+        word = end
+        while end < len(buf) and _WORD.match(buf[end]):
+            end += 1
+        if end == word:
+            if end == len(buf) and not final:
+                return None
+            if end > i:  # whitespace then no word: sent as it is
+                return buf[i:end], end
+            return ()
+        after = end
+        if self.skip_strings:
+            while after < len(buf) and _SPACE.match(buf[after]):
+                after += 1
+        if after == len(buf) and not final:
+            return None
+        if buf.startswith(":", after):
+            return f'{buf[i:word]}"{buf[word:end]}"{buf[end:after]}:', after + 1
+        return buf[i:after], after
 
 
 def _partial_suffix(buf: str, start: int, literal: str) -> int:
@@ -494,11 +554,15 @@ class ToolRegion:
         self.raw: list[str] = []
         self.mode = "final" if captures is None and _needs_captures(shape) else shape.mode
         if self.mode == "json":
-            self.dialect = _Dialect(shape.dialect) if _has_dialect(shape.dialect) else None
+            self.dialect = (
+                _Dialect(shape.dialect, shape.target.json_keys_skip_strings)
+                if _has_dialect(shape.dialect)
+                else None
+            )
             self.scan = _JsonScan(self)
         elif self.mode == "xml":
             call = self._call(0)
-            self.xml = _XmlArgs(shape.xml, lambda key: self._types(call.name, key))
+            self.xml = _XmlArgs(shape.xml, lambda key: self._types(call.name, key), shape.target)
             if self._ready(call):
                 call.announced = True
                 self.ops.append(("header", 0))
@@ -693,9 +757,10 @@ class _XmlArgs:
     value is a lazy `.*?`).
     """
 
-    def __init__(self, tags: XmlTags, types: Any) -> None:
+    def __init__(self, tags: XmlTags, types: Any, target: Target) -> None:
         self.tags = tags
         self.types = types
+        self.target = target
         self.body = ""
         self.pos = 0
         self.members = 0
@@ -780,7 +845,7 @@ class _XmlArgs:
             value = (
                 raw
                 if parser is None
-                else parse_content(raw, parser.get("name", "text"), parser.get("args", {}))
+                else parse_content(raw, parser.get("name", "text"), parser.get("args", {}), self.target)
             )
         except Exception:  # the region's parse will fail the same way; nothing more is certain
             self.lost = True

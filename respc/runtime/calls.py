@@ -1,0 +1,251 @@
+"""The `python-call-list` content parser (transformers 5.24): pythonic tool calls.
+
+A region holding `[get_weather(city="Paris", days=3), f(x=[1, {"a": None}])]` becomes
+`[{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}, ...]`. The grammar is deliberately
+strict, and so is this parser: the same values and the same error messages (position included) as
+transformers' `_python_call_list`, for every input. Keyword arguments only, no trailing commas; strings in
+either quote without raw line breaks, with the escapes `\\\\ \\' \\" \\/ \\b \\f \\n \\r \\t` and `\\uXXXX`
+(surrogate pairs joined, lone surrogates refused); JSON numbers, integers within ±(2^53 - 1) and 17
+characters, floats that overflow refused; `True/true`, `False/false`, `None/null`; lists, and dicts
+with string keys, nested at most 100 deep; no repeated argument or dict key; nothing after the `]`.
+Whitespace between tokens is `[ \\t\\n\\r]*`.
+
+It is written as functions of `(text, position)` returning `(value, position)`, with local variables on
+the hot paths, rather than transformers' closures over a shared position: the same grammar, read once.
+"""
+
+from __future__ import annotations
+
+import re
+
+TYPE_CHECKING = False  # typing costs ~5 ms to import: keep it off a generated module's import path
+if TYPE_CHECKING:
+    from typing import Any
+
+    from respc.runtime.targets import Target
+
+__all__ = ["parse_python_call_list"]
+
+_SPACE = frozenset(" \t\n\r")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[-.][A-Za-z0-9_]+)*")
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
+# A quoted string: characters other than its quote, a backslash or a line break, or a backslash and any
+# character. Written as an unrolled loop, which matches the same strings without backtracking.
+_STRING = re.compile(
+    r"'([^'\\\n\r]*(?:\\.[^'\\\n\r]*)*)'|\"([^\"\\\n\r]*(?:\\.[^\"\\\n\r]*)*)\"",
+    re.DOTALL,
+)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_HEX4 = re.compile(r"[0-9a-fA-F]{4}")
+_LOW_SURROGATE = re.compile(r"\\u([dD][c-fC-F][0-9a-fA-F]{2})")
+_ESCAPES = {"\\": "\\", "'": "'", '"': '"', "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+_CONSTANTS = {"True": True, "true": True, "False": False, "false": False, "None": None, "null": None}
+_MAX_INTEGER = 2**53 - 1
+_MAX_DEPTH = 100
+_INFINITIES = (float("inf"), float("-inf"))
+
+
+class _Failure(Exception):
+    def __init__(self, message: str, position: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.position = position
+
+
+def parse_python_call_list(text: str, args: dict, target: Target) -> list[dict]:
+    """Parse a list of keyword-argument calls into `[{"name": ..., "arguments": {...}}, ...]`."""
+    try:
+        return _call_list(text)
+    except _Failure as failure:
+        raise ValueError(
+            f"python-call-list: {failure.message} at position {failure.position}.\nContent: {text!r}"
+        ) from None
+
+
+def _skip(text: str, pos: int) -> int:
+    end = len(text)
+    while pos < end and text[pos] in _SPACE:
+        pos += 1
+    return pos
+
+
+def _call_list(text: str) -> list[dict]:
+    pos = _skip(text, 0)
+    if not text.startswith("[", pos):
+        raise _Failure("expected '['", pos)
+    pos = _skip(text, pos + 1)
+    calls = []
+    if text.startswith("]", pos):
+        pos += 1
+    else:
+        while True:
+            call, pos = _call(text, pos)
+            calls.append(call)
+            pos = _skip(text, pos)
+            if text.startswith("]", pos):
+                pos += 1
+                break
+            if not text.startswith(",", pos):
+                raise _Failure("expected ','", pos)
+            pos += 1
+    pos = _skip(text, pos)
+    if pos != len(text):
+        raise _Failure("unexpected content after the closing ']'", pos)
+    return calls
+
+
+def _call(text: str, pos: int) -> tuple[dict, int]:
+    pos = _skip(text, pos)
+    match = _NAME.match(text, pos)
+    if match is None:
+        raise _Failure("expected a function name", pos)
+    name = match[0]
+    pos = _skip(text, match.end())
+    if not text.startswith("(", pos):
+        raise _Failure("expected '('", pos)
+    pos = _skip(text, pos + 1)
+    pairs = []
+    if text.startswith(")", pos):
+        pos += 1
+    else:
+        while True:
+            pos = _skip(text, pos)
+            match = _NAME.match(text, pos)
+            if match is None:
+                raise _Failure(
+                    "expected a keyword argument (positional arguments and trailing commas are not supported)",
+                    pos,
+                )
+            key = match[0]
+            pos = _skip(text, match.end())
+            if not text.startswith("=", pos):
+                raise _Failure("expected '=' (positional arguments are not supported)", pos)
+            value, pos = _value(text, pos + 1, 0)
+            pairs.append((key, value))
+            pos = _skip(text, pos)
+            if text.startswith(")", pos):
+                pos += 1
+                break
+            if not text.startswith(",", pos):
+                raise _Failure("expected ','", pos)
+            pos += 1
+    return {"name": name, "arguments": _unique(pairs, pos)}, pos
+
+
+def _unique(pairs: list[tuple[str, Any]], pos: int) -> dict:
+    """The pairs as a dict; a repeated name fails at `pos`, just after the closing bracket."""
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            raise _Failure(f"repeated name {key!r}", pos)
+        out[key] = value
+    return out
+
+
+def _value(text: str, pos: int, depth: int) -> tuple[Any, int]:
+    """A value nested in `depth` lists and dicts."""
+    pos = _skip(text, pos)
+    first = text[pos : pos + 1]
+    if first == "'" or first == '"':
+        return _string(text, pos)
+    if first == "[" or first == "{":
+        if depth >= _MAX_DEPTH:
+            raise _Failure(f"lists and dicts nested more than {_MAX_DEPTH} levels deep", pos)
+        if first == "[":
+            return _list(text, pos + 1, depth + 1)
+        return _dict(text, pos + 1, depth + 1)
+    match = _NUMBER.match(text, pos)
+    if match is not None:
+        number = match[0]
+        if match[1] is None and match[2] is None:
+            # The length first, so that huge literals never reach int().
+            if len(number) > 17 or abs(int(number)) > _MAX_INTEGER:
+                raise _Failure("integer outside the range of -(2^53 - 1) to 2^53 - 1", pos)
+            return int(number), match.end()
+        value = float(number)
+        if value in _INFINITIES:
+            raise _Failure("number too large", pos)
+        return value, match.end()
+    match = _NAME.match(text, pos)
+    if match is not None and match[0] in _CONSTANTS:
+        return _CONSTANTS[match[0]], match.end()
+    raise _Failure("expected a string, number, list, dict, True, False or None", pos)
+
+
+def _list(text: str, pos: int, depth: int) -> tuple[list, int]:
+    out: list = []
+    pos = _skip(text, pos)
+    if text.startswith("]", pos):
+        return out, pos + 1
+    while True:
+        value, pos = _value(text, pos, depth)
+        out.append(value)
+        pos = _skip(text, pos)
+        if text.startswith("]", pos):
+            return out, pos + 1
+        if not text.startswith(",", pos):
+            raise _Failure("expected ','", pos)
+        pos += 1
+
+
+def _dict(text: str, pos: int, depth: int) -> tuple[dict, int]:
+    pairs = []
+    pos = _skip(text, pos)
+    if text.startswith("}", pos):
+        pos += 1
+    else:
+        while True:
+            pos = _skip(text, pos)
+            if not text.startswith(("'", '"'), pos):
+                raise _Failure("dict keys must be strings", pos)
+            key, pos = _string(text, pos)
+            pos = _skip(text, pos)
+            if not text.startswith(":", pos):
+                raise _Failure("expected ':'", pos)
+            value, pos = _value(text, pos + 1, depth)
+            pairs.append((key, value))
+            pos = _skip(text, pos)
+            if text.startswith("}", pos):
+                pos += 1
+                break
+            if not text.startswith(",", pos):
+                raise _Failure("expected ','", pos)
+            pos += 1
+    return _unique(pairs, pos), pos
+
+
+def _string(text: str, pos: int) -> tuple[str, int]:
+    """A quoted string starting at `pos` (its errors name that position)."""
+    match = _STRING.match(text, pos)
+    if match is None:
+        raise _Failure("invalid string", pos)
+    body = match[1] if match[1] is not None else match[2]
+    if _SURROGATE.search(body) is not None:
+        raise _Failure("lone surrogate in the string starting", pos)
+    backslash = body.find("\\")
+    if backslash < 0:
+        return body, match.end()
+    out, start = [], 0
+    while backslash >= 0:
+        out.append(body[start:backslash])
+        escaped = body[backslash + 1]
+        start = backslash + 2
+        if escaped in _ESCAPES:
+            out.append(_ESCAPES[escaped])
+        else:
+            hex4 = _HEX4.match(body, backslash + 2) if escaped == "u" else None
+            if hex4 is None:
+                raise _Failure(
+                    f"unsupported escape {body[backslash : backslash + 2]!r} in the string starting", pos
+                )
+            code, start = int(hex4[0], 16), hex4.end()
+            if 0xD800 <= code <= 0xDBFF:
+                low = _LOW_SURROGATE.match(body, start)
+                if low is not None:
+                    code, start = 0x10000 + ((code - 0xD800) << 10) + (int(low[1], 16) - 0xDC00), low.end()
+            if 0xD800 <= code <= 0xDFFF:
+                raise _Failure("lone surrogate escape in the string starting", pos)
+            out.append(chr(code))
+        backslash = body.find("\\", start)
+    out.append(body[start:])
+    return "".join(out), match.end()

@@ -1,0 +1,168 @@
+"""The `python-call-list` content parser against transformers 5.24.0's: the same value, or the same error
+message (position included), for valid call lists and for every kind of damage to them."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from transformers.utils.chat_parsing.content_parsers import _python_call_list as oracle_call_list
+
+from respc.runtime.calls import parse_python_call_list
+from respc.runtime.targets import get_target
+
+RELEASE = get_target("5.24")
+EXAMPLES = int(os.environ.get("RESPC_HYPOTHESIS_EXAMPLES", "300"))
+SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def outcome(parse, text: str) -> tuple:
+    try:
+        return ("ok", parse(text))
+    except Exception as error:
+        return ("raise", type(error).__name__, str(error))
+
+
+def ours(text: str) -> tuple:
+    return outcome(lambda t: parse_python_call_list(t, {}, RELEASE), text)
+
+
+def theirs(text: str) -> tuple:
+    return outcome(lambda t: oracle_call_list(t, {}), text)
+
+
+def assert_same(text: str) -> None:
+    a, b = ours(text), theirs(text)
+    assert repr(a) == repr(b), f"{text!r}\nrespc:  {a!r}\noracle: {b!r}"
+
+
+# -- a grammar of call lists, with the edges the spec names -------------------------------------------
+
+SPACE = st.text(alphabet=" \t\n\r", max_size=2)
+NAMES = st.sampled_from(
+    ["f", "get_weather", "a.b", "web-search", "_x9", "True", "None", "x-", "a..b", "1a", ""]
+)
+ESCAPES = [r"\\", r"\'", r"\"", r"\/", r"\b", r"\f", r"\n", r"\r", r"\t", r"\u00e9", r"\ud83d\ude00"]
+ESCAPES += [r"\ud83d", r"\ude00", r"\ud83dx", r"\u12", r"\x41", r"\q", "\\\n", r"\U0001F600"]
+CHARS = st.sampled_from(["a", " ", "é", "思", "🙂", "'", '"', "\\", "\n", "\ud800", "\x00", "}", "]", ","])
+
+
+@st.composite
+def strings(draw: st.DrawFn) -> str:
+    quote = draw(st.sampled_from(["'", '"']))
+    parts = draw(st.lists(st.one_of(st.sampled_from(ESCAPES), CHARS, st.text(max_size=3)), max_size=5))
+    return quote + "".join(parts) + quote
+
+
+NUMBERS = st.one_of(
+    st.integers(min_value=-(2**60), max_value=2**60).map(str),
+    st.sampled_from(["9007199254740991", "-9007199254740991", "9007199254740992", "12345678901234567"]),
+    st.sampled_from(
+        ["00", "-0", "0.5", "1e5", "1E+400", "-1e400", "1e-400", "1.", ".5", "-", "1.5e", "2e308"]
+    ),
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+)
+CONSTANTS = st.sampled_from(["True", "true", "False", "false", "None", "null", "TRUE", "none", "True.x"])
+
+
+def values(depth: int = 3) -> st.SearchStrategy[str]:
+    leaves = st.one_of(strings(), NUMBERS, CONSTANTS)
+    if depth == 0:
+        return leaves
+
+    def joined(items: list[str], left: str, right: str, sep: str) -> str:
+        return left + sep.join(items) + right
+
+    inner = values(depth - 1)
+    lists = st.builds(
+        joined, st.lists(inner, max_size=3), st.just("["), st.just("]"), st.sampled_from([",", ", ", " ,\n"])
+    )
+    pairs = st.builds(lambda k, s, v: f"{k}{s}:{s}{v}", st.one_of(strings(), NAMES), SPACE, inner)
+    dicts = st.builds(
+        joined, st.lists(pairs, max_size=3), st.just("{"), st.just("}"), st.sampled_from([",", ", "])
+    )
+    return st.one_of(leaves, lists, dicts)
+
+
+@st.composite
+def call_lists(draw: st.DrawFn) -> str:
+    calls = []
+    for _ in range(draw(st.integers(0, 3))):
+        arguments = [
+            f"{draw(NAMES)}{draw(SPACE)}={draw(SPACE)}{draw(values())}"
+            for _ in range(draw(st.integers(0, 3)))
+        ]
+        if draw(st.booleans()) and arguments:
+            arguments.append(arguments[0])  # a repeated name
+        separator = draw(st.sampled_from([",", ", ", ",\n  "]))
+        calls.append(
+            f"{draw(NAMES)}{draw(SPACE)}({separator.join(arguments)}{draw(st.sampled_from(['', '', ',']))})"
+        )
+    body = draw(SPACE) + "[" + draw(SPACE) + ", ".join(calls) + draw(SPACE) + "]" + draw(SPACE)
+    return body + draw(st.sampled_from(["", "", "", " x", "]", "\n\n"]))
+
+
+@SETTINGS
+@given(text=call_lists())
+def test_call_lists_match_the_oracle(text: str) -> None:
+    assert_same(text)
+
+
+@SETTINGS
+@given(text=call_lists(), data=st.data())
+def test_damaged_call_lists_match_the_oracle(text: str, data: st.DataObject) -> None:
+    """Truncated, and with a character inserted, deleted or replaced anywhere."""
+    at = data.draw(st.integers(0, len(text)))
+    char = data.draw(st.sampled_from(list("[](){}=,:'\"\\ \n0aé-.\ud800")))
+    for damaged in (
+        text[:at],
+        text[:at] + char + text[at:],
+        text[:at] + text[at + 1 :],
+        text[:at] + char + text[at + 1 :],
+    ):
+        assert_same(damaged)
+
+
+@pytest.mark.parametrize("depth", [98, 99, 100, 101, 150])
+def test_nesting_at_the_limit(depth: int) -> None:
+    for opening, closing in (("[", "]"), ('{"k": ', "}")):
+        assert_same("[f(a=" + opening * depth + "1" + closing * depth + ")]")
+        assert_same("[f(a=" + opening * depth + closing * depth + ")]")
+
+
+def test_every_truncation_of_a_realistic_list() -> None:
+    text = '[get_weather(city="Oslo", days=3), f(x=[1, {"a": None, "b": [true, 1.5e3]}], y=\'\\u00e9\\n\')]'
+    for end in range(len(text) + 1):
+        assert_same(text[:end])
+        assert_same(text[end:])
+
+
+def test_the_spec_examples() -> None:
+    cases = {
+        "[f(1)]": "expected a keyword argument (positional arguments and trailing commas are not supported) at position 3",
+        "[f(a=1, a=2)]": "repeated name 'a' at position 12",
+        "[f(a=12345678901234567)]": "integer outside the range of -(2^53 - 1) to 2^53 - 1 at position 5",
+        "[f(a=1e999)]": "number too large at position 5",
+        "[f(a=1)] x": "unexpected content after the closing ']' at position 9",
+    }
+    for text, message in cases.items():
+        assert ours(text) == ("raise", "ValueError", f"python-call-list: {message}.\nContent: {text!r}")
+        assert_same(text)
+    text = '[get_weather(city="Oslo", days=3), f(x=[1, {"a": None}], y=\'\\u00e9\')]'
+    assert ours(text) == (
+        "ok",
+        [
+            {"name": "get_weather", "arguments": {"city": "Oslo", "days": 3}},
+            {"name": "f", "arguments": {"x": [1, {"a": None}], "y": "é"}},
+        ],
+    )
+
+
+def test_long_lists_of_nested_calls() -> None:
+    call = 'search(query="weather in {city}", filters={"units": "metric", "days": [1, 2, 3]}, limit=10, exact=False)'
+    text = "[" + ", ".join(call.replace("{city}", str(i)) for i in range(50)) + "]"
+    assert_same(text)
+    assert json.loads(json.dumps(ours(text)[1]))[49]["arguments"]["query"] == "weather in 49"

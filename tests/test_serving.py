@@ -606,3 +606,82 @@ def test_a_parameter_its_region_cuts_short_is_a_mismatch() -> None:
     # The parser drops the unterminated parameter; the string already sent cannot be taken back.
     assert caught.value.reason == "mismatch" and caught.value.index == 0 and caught.value.raw.endswith("see ")
     assert caught.value.deltas == [{"reasoning_content": "after"}]
+
+
+SPACES = st.sampled_from(["", "", " ", "  ", "\n"])
+DIALECT_STRINGS = st.sampled_from(
+    ['"Paris"', '"a,b: c"', '"x\\"y,k:1"', '"{q:1}"', "<|Oslo, d: e|>", '"é"', "<|x|>"]
+)
+
+
+@st.composite
+def dialect_values(draw: st.DrawFn, depth: int = 2) -> str:
+    kind = draw(st.sampled_from(["string", "string", "number", "object"] if depth else ["string", "number"]))
+    if kind == "string":
+        return draw(DIALECT_STRINGS)
+    if kind == "number":
+        return draw(st.sampled_from(["1", "-2.5", "true", "null"]))
+    return draw(dialect_objects(depth - 1))
+
+
+@st.composite
+def dialect_objects(draw: st.DrawFn, depth: int = 2) -> str:
+    """A JSON object in the dialect: bare keys (spaced around in places), strings in either delimiter."""
+    members = []
+    for key in draw(st.lists(st.sampled_from(["city", "n", "note", "k_2", "é"]), max_size=3, unique=True)):
+        written = key if draw(st.booleans()) else f'"{key}"'
+        members.append(f"{draw(SPACES)}{written}{draw(SPACES)}:{draw(SPACES)}{draw(dialect_values(depth))}")
+    return "{" + ",".join(members) + draw(SPACES) + "}"
+
+
+@st.composite
+def dialect_calls(draw: st.DrawFn) -> str:
+    name = draw(st.sampled_from(["name", '"name"', " name "]))
+    arguments = draw(st.sampled_from(["arguments", '"arguments"', "arguments "]))
+    return "{" + f'{name}:{draw(SPACES)}"f",{draw(SPACES)}{arguments}:{draw(dialect_objects())}' + "}"
+
+
+@pytest.mark.parametrize("target", ["5.23", "5.24"])
+def test_json_dialect_arguments_stream_as_each_release_parses(target: str) -> None:
+    """Bare keys (with spaces around them in 5.24) and key-like text inside strings (rewritten by 5.23,
+    left alone by 5.24): the streamed arguments always complete to the final ones, whatever the release."""
+    template = {
+        "start_anchor": "S",
+        "fields": {
+            "content": {},
+            "tool_calls": {
+                "open": "<t>",
+                "close": "</t>",
+                "content": "json",
+                "content_args": {"unquoted_keys": True, "string_delims": [["<|", "|>"]]},
+                "repeats": True,
+                "transform": {"type": "function", "function": "{content}"},
+            },
+        },
+    }
+    module = respc.compile_template(template, target=target)
+
+    @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+    @given(
+        body=st.one_of(
+            dialect_calls(),
+            st.sampled_from(
+                [
+                    '{ name : "f", arguments: { city: "a,b: c", note: "x\\\\"y,k:1" } }',
+                    '{name:"f", arguments:{city:<|Paris, b: c|>, n :1}}',
+                    '{"name": "f", "arguments": {"q": "{a:1}"}}',
+                ]
+            ),
+        ),
+        cuts=st.lists(st.integers(1, 12), max_size=8),
+    )
+    def check(body: str, cuts: list[int]) -> None:
+        text = f"Hi<t>{body}</t>"
+        chunks, at = [], 0
+        for cut in cuts:
+            chunks.append(text[at : at + cut])
+            at += cut
+        chunks.append(text[at:])
+        check_stream(template, lambda: module.ResponseParser(""), chunks)
+
+    check()

@@ -578,3 +578,52 @@ def test_the_whole_path_imports_neither_torch_nor_transformers(tmp_path: Path) -
         assert result.returncode == 0, result.stderr
         assert json.loads(result.stdout) == [], f"{run} run loaded {result.stdout}"
     assert len([p for p in (tmp_path / "cache").rglob("*") if p.is_file()]) == 1
+
+
+# --- the tokenizer entry points of each release ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(("family", "kind"), SETUPS[::3])
+def test_tokenizer_entry_points_match_each_release(family: str, kind: str, target: str) -> None:
+    """`tokenizer.parse_response` / `get_response_parser` classify, broadcast and reject alike in 5.23 and
+    5.24 (only `batch_decode` of an empty batch changed, which they do not call); respc matches each, the
+    5.23 oracle running in its own process."""
+    from oracles import oracle
+
+    tokenizer = tokenizer_for(family, kind)
+    template = TEMPLATES[family]
+    module = respc.compile_template(template, target=target)
+    prefix, text = STREAMED[family]
+    cases = [
+        (response, prefix_arg) for _, response, prefix_arg in _classification_cases(tokenizer, text, prefix)
+    ]
+    (theirs,) = oracle(target).request("call", ("tokenizer_parse", (tokenizer.to_str(), template, cases)))
+    assert theirs[0] == "ok", theirs
+    for (response, prefix_arg), expected in zip(cases, theirs[1]):
+        ours = outcome(
+            rt.parse_with_tokenizer, module.parse_response, response, prefix=prefix_arg, tokenizer=tokenizer
+        )
+        assert ours[0] == expected[0] and (ours[1] if ours[0] == "ok" else ours[1].__name__) == expected[1]
+        if ours[0] == "raise":
+            assert ours[2] == expected[2]
+    pids = tokenizer.encode(prefix).ids
+    prefixes = [None, prefix, "", [], pids, np.array(pids), [pids, pids], 7]
+    (streams,) = oracle(target).request(
+        "call", ("tokenizer_stream_prefixes", (tokenizer.to_str(), template, prefixes))
+    )
+    for prefix_arg, expected in zip(prefixes, streams[1]):
+        ours = outcome(
+            rt.response_parser_with_tokenizer, module.ResponseParser, prefix=prefix_arg, tokenizer=tokenizer
+        )
+        ours = ("ok", ours[1].initial_events) if ours[0] == "ok" else ("raise", ours[1].__name__, ours[2])
+        assert ours == expected, prefix_arg
+
+
+def test_batch_decode_of_an_empty_batch_changed_in_5_24() -> None:
+    """The one tokenizer change between the releases, pinned: an empty batch decodes to [] in 5.24 (5.23
+    read it as one empty sequence)."""
+    from oracles import oracle
+
+    tokenizer = tokenizer_for("smollm", "special").to_str()
+    assert oracle("5.24").request("call", ("batch_decode", (tokenizer, []))) == [("ok", [])]
+    assert oracle("5.23").request("call", ("batch_decode", (tokenizer, []))) == [("ok", [""])]

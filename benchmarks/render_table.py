@@ -22,6 +22,10 @@ WORKLOADS = {
     "stream-token": "stream, one BPE token per feed (µs/chunk)",
     "parse": "parse_response, whole message (ms)",
     "batch-1000": "1,000 short responses (ms)",
+    # respc --target 5.23 against transformers 5.23.0 (benchmarks/test_release_523.py)
+    "stream-4@5.23": "stream, 4-char chunks (µs/chunk), target 5.23 vs transformers 5.23.0",
+    "parse@5.23": "parse_response, whole message (ms), target 5.23 vs transformers 5.23.0",
+    "batch-1000@5.23": "1,000 short responses (ms), target 5.23 vs transformers 5.23.0",
 }
 
 
@@ -38,12 +42,15 @@ def render(run: dict) -> str:
         key = (info["workload"], info["shape"], info["size"])
         rows[key][info["impl"]] = bench["stats"]["median"]
         rows[key]["chunks"] = info.get("chunks", 1)
+        if "oracle_median" in info:  # the oracle timed in a process of its own (an older release)
+            rows[key]["transformers"] = info["oracle_median"]
     machine = run["machine_info"]
     lines = [
         f"Measured {run['datetime'][:10]} on {machine.get('cpu', {}).get('brand_raw', machine.get('processor', '?'))}, "
         f"{machine['python_implementation']} {machine['python_version']}; medians of one run, respc and "
-        "transformers 5.23.0 side by side. Floor: the bare work the API requires (iterating the chunks and "
-        "building one event each; one `str.find` pass plus `json.loads` for a whole message).",
+        "transformers 5.24.0 side by side (the rows marked 5.23: respc's 5.23 target and transformers 5.23.0). "
+        "Floor: the bare work the API requires (iterating the chunks and building one event each; one "
+        "`str.find` pass plus `json.loads` for a whole message).",
         "",
         "| workload | template | size | respc | transformers | speed-up | floor | respc / floor |",
         "|---|---|---:|---:|---:|---:|---:|---:|",

@@ -121,3 +121,25 @@ def test_stream_flat_1m(benchmark, shape: str) -> None:
         rounds=7,
         scale=scale,
     )
+
+
+CALL = (
+    'search_{i}(query="weather in city {i}", filters={{"units": "metric", "days": [1, 2, 3], '
+    '"nested": {{"a": [true, null, 1.5]}}}}, limit={i}, exact=False)'
+)
+
+
+def test_python_call_list_speedup(benchmark) -> None:
+    """transformers ÷ respc, the python-call-list content parser on its own: 10 calls, nested arguments."""
+    from transformers.utils.chat_parsing.content_parsers import parse_content
+
+    from respc.runtime.calls import parse_python_call_list
+    from respc.runtime.targets import get_target
+
+    release = get_target("5.24")
+    text = "[" + ", ".join(CALL.format(i=i) for i in range(10)) + "]"
+    ours = lambda: parse_python_call_list(text, {}, release)  # noqa: E731
+    theirs = lambda: parse_content(text, "python-call-list", {})  # noqa: E731
+    assert ours() == theirs()
+    benchmark.extra_info.update(shape="python-call-list")
+    _pairs(benchmark, "content parser speed-up", ours, theirs, repeat=(20, 5))

@@ -241,3 +241,34 @@ def test_regex_closes_and_their_captures(
     ours = respc_stream(template, "", chunks, target=target)
     theirs = oracle_stream(template, "", chunks, target=target)
     assert_same(ours, theirs, template, f"chunks={chunks!r}", target)
+
+
+def test_every_target_has_its_oracle_and_switches() -> None:
+    """The pieces README's "Adding the next transformers release" puts together agree with each other."""
+    import json
+    import re
+    from pathlib import Path
+
+    import oracles
+    from conftest import FIXTURES
+
+    from respc.runtime.targets import DEFAULT_TARGET, TARGETS
+
+    root = Path(__file__).parent.parent
+    assert set(oracles.RELEASES) == set(SUPPORTED_TARGETS) and oracles.IN_PROCESS == DEFAULT_TARGET
+    assert all(TARGETS[name].release == release for name, release in oracles.RELEASES.items())
+    pyproject = (root / "pyproject.toml").read_text()
+    for extra in ("test", "bench"):  # both extras pin the default target's release
+        declared = re.search(rf"^{extra} = \[(.*?)\]$", pyproject, re.MULTILINE | re.DOTALL)
+        assert declared and f'"transformers=={oracles.RELEASES[DEFAULT_TARGET]}"' in declared[1], extra
+    switches = [
+        name for name in TARGETS[DEFAULT_TARGET].__slots__ if isinstance(getattr(TARGETS["5.23"], name), bool)
+    ]
+    assert switches and not any(getattr(TARGETS[SUPPORTED_TARGETS[0]], name) for name in switches)
+    sources = "\n".join(p.read_text() for p in (root / "respc").rglob("*.py") if p.name != "targets.py")
+    for name in switches:
+        assert f".{name}" in sources, f"switch {name} is read nowhere"
+    corpus = json.loads((FIXTURES / "bad_templates.json").read_text())
+    assert all(set(entry["oracle"]) == set(SUPPORTED_TARGETS) for entry in corpus)
+    for golden in (root / "tests" / "golden").glob("*.py"):
+        assert f"for transformers {DEFAULT_TARGET} from" in golden.read_text().splitlines()[0], golden

@@ -12,7 +12,7 @@ import types
 
 from respc._compile import compile_template, generate_source
 from respc._version import __version__
-from respc.registry import PresetNotFound, load_preset, preset_for, presets
+from respc.registry import AmbiguousPreset, PresetNotFound, load_preset, preset_for, presets
 from respc.runtime.targets import DEFAULT_TARGET, SUPPORTED_TARGETS, UnknownTarget, get_target
 
 TYPE_CHECKING = False  # typing costs ~5 ms to import: keep it off a generated module's import path
@@ -23,8 +23,10 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_TARGET",
     "SUPPORTED_TARGETS",
+    "AmbiguousPreset",
     "DeltaStream",
     "DeltaStreamError",
+    "Detection",
     "InputError",
     "OutputError",
     "PresetNotFound",
@@ -34,6 +36,7 @@ __all__ = [
     "UnknownTarget",
     "__version__",
     "compile_template",
+    "detect",
     "for_model",
     "generate_source",
     "load_preset",
@@ -49,7 +52,7 @@ def __getattr__(name: str) -> Any:
         from respc.compiler import spec
 
         return getattr(spec, name)
-    if name in ("for_model", "ResponseTemplateNotFound"):
+    if name in ("for_model", "detect", "Detection", "ResponseTemplateNotFound"):
         from respc import model
 
         return getattr(model, name)

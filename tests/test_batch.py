@@ -184,7 +184,7 @@ def test_usage_errors_exit_2_with_one_line(cli, tmp_path: Path) -> None:
     cases = {
         "no such file": ["--template", str(SMOLLM), str(tmp_path / "missing.txt")],
         "no preset named": ["--preset", "no-such-preset"],
-        "no model_type": ["--model", str(empty)],
+        "model_type: config.json gives none": ["--model", str(empty)],
         "expected a JSON list, got dict": [
             "--template",
             str(SMOLLM),

@@ -216,15 +216,6 @@ def test_outputs_get_ordinary_permissions(tmp_path: Path) -> None:
     assert stat.S_IMODE(out.stat().st_mode) == 0o640
 
 
-def test_presets_lists_every_preset_in_a_readable_table() -> None:
-    done = run("presets")
-    assert done.returncode == 0
-    lines = done.stdout.splitlines()
-    assert lines[0].split()[:2] == ["preset", "families"]
-    assert [line.split()[0] for line in lines[1:]] == respc.presets()
-    assert max(map(len, lines)) <= 140
-
-
 def test_regen_readme_errors_name_the_readme_in_one_line(tmp_path: Path) -> None:
     missing = run("regen", "--check", "--readme", str(tmp_path / "NOPE.md"))
     assert (missing.returncode, missing.stderr) == (

@@ -21,6 +21,7 @@ from respc.cli import explain, parse, presets, regen
 from respc.cli.errors import UsageError
 from respc.model import ResponseTemplateNotFound
 from respc.registry import PresetNotFound
+from respc.runtime.targets import UnknownTarget
 
 __all__ = ["build_parser", "main"]
 
@@ -56,7 +57,14 @@ def _run(args: argparse.Namespace) -> int:
     except BrokenPipeError:  # `respc presets | head`: the reader left; end quietly, as Python's docs advise
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-    except (UsageError, InputError, OutputError, ResponseTemplateNotFound, PresetNotFound) as error:
+    except (
+        UsageError,
+        InputError,
+        OutputError,
+        ResponseTemplateNotFound,
+        PresetNotFound,
+        UnknownTarget,
+    ) as error:
         return _fail(args, str(error))
     except ImportError as error:
         return _fail(

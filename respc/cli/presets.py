@@ -1,4 +1,5 @@
-"""`respc presets`: the shipped parsers and the models they cover, as a table that fits a terminal."""
+"""`respc presets`: the shipped parsers and the models they cover, as a table that fits a terminal;
+`respc presets NAME` everything the index records for one; `--detect PATH` which one PATH gets and why."""
 
 from __future__ import annotations
 
@@ -7,10 +8,24 @@ from typing import Any
 
 __all__ = ["register", "run"]
 
+WIDTH = 140  # the table's widest line
+
 
 def register(commands: Any) -> None:
     """Add `presets` to the `respc` subcommands."""
-    command = commands.add_parser("presets", help="list the shipped parsers and the models they cover")
+    command = commands.add_parser(
+        "presets",
+        help="list the shipped parsers, the model families they cover, and which one a model gets",
+        description="Without arguments: one line per preset (families, repository-id patterns, model "
+        "types). NAME: everything the index records for that preset. --detect PATH: the preset a model "
+        "directory, tokenizer_config.json, .jinja chat template or repository id gets, and the evidence.",
+    )
+    command.add_argument("name", nargs="?", metavar="NAME", help="show one preset in full")
+    command.add_argument(
+        "--detect",
+        metavar="PATH",
+        help="model directory, tokenizer_config.json, chat template file, or a Hub repository id",
+    )
     command.set_defaults(run=run)
 
 
@@ -19,14 +34,71 @@ def _shorten(text: str, width: int) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from respc.registry import preset_info, presets
+    from respc.registry import presets
 
-    rows = [("preset", "families", "model types", "special tokens")]
+    if args.detect is not None:
+        print(_detect(args.detect))
+        return 0
+    if args.name is not None:
+        print(_describe(args.name))
+        return 0
+    rows = [("preset", "families", "repo-id patterns", "model types")]
     for name in presets():
-        info = preset_info(name)
-        types = _shorten(", ".join(info["model_types"]) or "-", 40)
-        rows.append((name, _shorten(info["families"], 56), types, "keep" if info["special_tokens"] else "-"))
+        info = _info(name)
+        patterns = [*info["derived_repo_patterns"], *info["repo_patterns"]]
+        rows.append(
+            (
+                name,
+                _shorten(info["families"], 56),
+                _shorten(" ".join(patterns) or "-", 34),
+                " ".join(info["model_types"]) or "-",
+            )
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    room = WIDTH - sum(widths) - 6
     for row in rows:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[3])
+        cells = [cell.ljust(width) for cell, width in zip(row, widths)]
+        print("  ".join([*cells, _shorten(row[3], room)]).rstrip())
+    print(f"\n{len(rows) - 1} presets; `respc presets NAME` shows one in full, `--detect PATH` chooses")
     return 0
+
+
+def _info(name: str) -> dict[str, Any]:
+    from respc.registry import preset_info
+
+    return preset_info(name)
+
+
+def _describe(name: str) -> str:
+    info = _info(name)
+    detect = info["detect"]
+    markers = " | ".join(" + ".join(repr(m) for m in group) for group in detect["any_of"])
+    rows = [
+        ("families", info["families"]),
+        ("model types", ", ".join(info["model_types"]) or "-"),
+        ("repository ids", ", ".join(info["repo_ids"]) or "-"),
+        ("repo-id patterns", ", ".join(info["repo_patterns"]) or "-"),
+        ("derived (outrank)", ", ".join(info["derived_repo_patterns"]) or "-"),
+        ("chat template", f"{markers} (rank {detect['rank']})"),
+        ("unless it has", ", ".join(repr(m) for m in detect["none_of"]) or "-"),
+        ("end tokens", ", ".join(info["end_tokens"])),
+        ("special tokens", "keep (decode with skip_special_tokens=False)" if info["special_tokens"] else "-"),
+        ("prefill", info["prefill"] or "-"),
+        ("needs transformers", f"{info['min_target']} or newer"),
+        ("confirmed by", info["confirmed"]),
+        ("notes", info["notes"]),
+    ]
+    return "\n".join([name, *(f"  {key + ':':20}{value}" for key, value in rows)])
+
+
+def _detect(source: str) -> str:
+    from pathlib import Path
+
+    from respc.model import detect
+    from respc.registry import match_model
+
+    if Path(source).exists() or "{%" in source or "{{" in source:
+        return detect(source).explain()
+    match = match_model(source)  # not a path: a repository id, model type or preset name
+    shown = ", ".join(repr(e) for e in match.evidence)
+    return f"preset {match.preset}\n  by {match.by}: {shown}"

@@ -7,6 +7,7 @@ missing and orphaned files without writing anything.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,11 +18,25 @@ from respc._literal import py_literal
 from respc.compiler import generate_source
 from respc.compiler.format import format_source
 from respc.compiler.spec import TemplateError
+from respc.runtime.targets import SUPPORTED_TARGETS
 
 __all__ = ["PACKAGE", "Drift", "expected_outputs", "preset_table", "regen", "update_readme"]
 
 PACKAGE = Path(__file__).resolve().parent.parent
-INDEX_KEYS = ("families", "model_types", "repo_ids", "special_tokens", "prefill", "confirmed", "notes")
+INDEX_KEYS = (
+    "families",
+    "model_types",
+    "repo_ids",
+    "repo_patterns",
+    "derived_repo_patterns",
+    "detect",
+    "end_tokens",
+    "min_target",
+    "special_tokens",
+    "prefill",
+    "confirmed",
+    "notes",
+)
 KEEP = {"__init__.py"}  # hand-written files in generated/
 
 
@@ -52,12 +67,75 @@ def _index(presets: Path, names: list[str]) -> dict[str, Any]:
         missing = [key for key in INDEX_KEYS if key not in entries[name]]
         if missing:
             raise InputError(f"{_shown(presets / 'index.json')}: preset '{name}' lacks {missing}")
+        problem = _entry_problem(entries[name])
+        if problem:
+            raise InputError(f"{_shown(presets / 'index.json')}: preset '{name}': {problem}")
     unknown = sorted(set(entries) - set(names))
     if unknown:
         raise InputError(f"{_shown(presets / 'index.json')}: entries without a template: {unknown}")
+    not_expressible = index.get("_not_expressible", {})
+    unsupported = index.get("_unsupported", {})
+    for family, evidence in unsupported.items():
+        where = f"{_shown(presets / 'index.json')}: _unsupported {family!r}"
+        if family not in not_expressible:
+            raise InputError(f"{where}: not a key of _not_expressible (which gives the reason to refuse it)")
+        if not isinstance(evidence, dict) or set(evidence) != {"chat_template", "repo_patterns"}:
+            raise InputError(f"{where}: must be an object with 'chat_template' and 'repo_patterns'")
+        detect = {"rank": 1, "any_of": evidence["chat_template"], "none_of": []}
+        problem = (_detect_problem(detect) if evidence["chat_template"] else None) or _patterns_problem(
+            evidence["repo_patterns"], "repo_patterns"
+        )
+        if problem:
+            raise InputError(f"{where}: {problem}")
     return {name: {key: entries[name][key] for key in INDEX_KEYS} for name in sorted(names)} | {
-        "_not_expressible": index.get("_not_expressible", {})
+        "_not_expressible": not_expressible,
+        "_unsupported": unsupported,
     }
+
+
+def _entry_problem(entry: dict[str, Any]) -> str | None:
+    """What is wrong with the detection keys of an index entry (the registry trusts their shape)."""
+    for key in ("model_types", "repo_ids", "repo_patterns", "derived_repo_patterns", "end_tokens"):
+        if not isinstance(entry[key], list) or not all(isinstance(x, str) and x for x in entry[key]):
+            return f"'{key}' must be a list of non-empty strings"
+    if any(t != t.lower() for t in entry["model_types"]):
+        return "'model_types' are lower-case, as config.json writes them"
+    problem = _patterns_problem(entry["repo_patterns"], "repo_patterns") or _patterns_problem(
+        entry["derived_repo_patterns"], "derived_repo_patterns"
+    )
+    problem = problem or _detect_problem(entry["detect"])
+    if problem:
+        return problem
+    if entry["min_target"] not in SUPPORTED_TARGETS:
+        return f"'min_target' must be one of {list(SUPPORTED_TARGETS)}, not {entry['min_target']!r}"
+    return None
+
+
+def _patterns_problem(patterns: Any, key: str) -> str | None:
+    if not isinstance(patterns, list) or not all(isinstance(p, str) and p for p in patterns):
+        return f"'{key}' must be a list of non-empty strings"
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as error:
+            return f"'{key}': {pattern!r} is not a regular expression ({error})"
+    return None
+
+
+def _detect_problem(detect: Any) -> str | None:
+    if not isinstance(detect, dict) or set(detect) != {"rank", "any_of", "none_of"}:
+        return "'detect' must be an object with exactly 'rank', 'any_of' and 'none_of'"
+    if not isinstance(detect["rank"], int) or isinstance(detect["rank"], bool) or detect["rank"] < 1:
+        return "'detect.rank' must be a positive integer"
+    groups = detect["any_of"]
+    if not isinstance(groups, list) or not all(isinstance(g, list) and g for g in groups):
+        return "'detect.any_of' must be a list of non-empty lists of markers"
+    markers = [m for g in groups for m in g] + (
+        detect["none_of"] if isinstance(detect["none_of"], list) else [0]
+    )
+    if not all(isinstance(m, str) and m for m in markers):
+        return "'detect' markers must be non-empty strings"
+    return None
 
 
 def _registry_source(index: dict[str, Any]) -> str:
@@ -66,7 +144,9 @@ def _registry_source(index: dict[str, Any]) -> str:
         "# @generated by respc regen from respc/presets/index.json; do not edit.\n"
         '"""Which models each shipped preset covers (read by `respc.presets`)."""\n\n'
         f"PRESETS = {py_literal(presets)}\n\n"
-        f"NOT_EXPRESSIBLE = {py_literal(index['_not_expressible'])}\n"
+        f"NOT_EXPRESSIBLE = {py_literal(index['_not_expressible'])}\n\n"
+        "# How detection recognises formats in NOT_EXPRESSIBLE, to refuse them with the reason.\n"
+        f"UNSUPPORTED = {py_literal(index['_unsupported'])}\n"
     )
     return format_source(text)
 
@@ -137,21 +217,39 @@ def preset_table(package: Path = PACKAGE) -> str:
     index = _load_json(package / "presets" / "index.json")
     index.setdefault("_not_expressible", {})
     lines = [
-        "| preset | families | model types | keep special tokens | prefill in the assistant turn |",
-        "|---|---|---|---|---|",
+        "| preset | families | found by: chat-template markers; repo-id patterns; model types "
+        "| end tokens | keep special tokens | prefill in the assistant turn | needs |",
+        "|---|---|---|---|---|---|---|",
     ]
     for name, info in sorted(index.items()):
         if name.startswith("_"):
             continue
-        types = ", ".join(f"`{t}`" for t in info["model_types"]) or "—"
-        cells = [f"`{name}`", _cell(info["families"]), types, "yes" if info["special_tokens"] else "no"]
-        cells.append(_cell(info["prefill"]) if info["prefill"] else "—")
+        markers = " or ".join(" + ".join(_code(m) for m in group) for group in info["detect"]["any_of"])
+        patterns = ", ".join(_code(p) for p in [*info["derived_repo_patterns"], *info["repo_patterns"]])
+        types = ", ".join(_code(t) for t in info["model_types"])
+        found_by = "; ".join(part or "—" for part in (markers, patterns, types))
+        cells = [
+            f"`{name}`",
+            _cell(info["families"]),
+            found_by,
+            ", ".join(_code(t) for t in info["end_tokens"]),
+            "yes" if info["special_tokens"] else "no",
+            _cell(info["prefill"]) if info["prefill"] else "—",
+            info["min_target"],
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "Not expressible in the template language (not shipped, not approximated):", ""]
     lines += [
         f"- **{family}**: {reason}" for family, reason in sorted(index.get("_not_expressible", {}).items())
     ]
     return "\n".join(lines) + "\n"
+
+
+def _code(text: str) -> str:
+    """`text` as inline code in a table cell: a pipe is escaped, backticks get a longer fence."""
+    text = text.replace("|", "\\|")
+    fence = "``" if "`" in text else "`"
+    return f"{fence} {text} {fence}" if fence == "``" else f"`{text}`"
 
 
 def _cell(text: str) -> str:

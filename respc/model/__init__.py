@@ -1,0 +1,108 @@
+"""Models on disk: where a model's parser comes from, and `respc.for_model(path)`, which binds it to the
+model's tokenizer.
+
+The parser is the template's own compiled module when `tokenizer_config.json` has a `response_template`
+(compiled once, then loaded from an on-disk cache keyed by the template hash: `cache.py`), else the
+shipped preset `respc.detect` finds from the chat template, `model_type` or repository id (`detect.py`).
+Loading a warm cache needs neither the compiler extra nor transformers nor torch.
+"""
+
+from __future__ import annotations
+
+import os
+import types
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from respc.model.cache import CACHE_ENV, cache_dir, cached_module, template_key
+from respc.model.detect import Detection, chat_templates, detect
+from respc.model.sources import (
+    ResponseTemplateNotFound,
+    load_source,
+    model_template,
+    write_response_template,
+)
+from respc.runtime.tokenizer import (
+    TokenDecoder,
+    TokenStreamParser,
+    load_tokenizer,
+    parse_with_tokenizer,
+    response_parser_with_tokenizer,
+)
+
+__all__ = [
+    "CACHE_ENV",
+    "Detection",
+    "ModelParser",
+    "ResponseTemplateNotFound",
+    "cache_dir",
+    "cached_module",
+    "chat_templates",
+    "detect",
+    "for_model",
+    "load_source",
+    "model_template",
+    "template_key",
+    "write_response_template",
+]
+
+
+@dataclass(frozen=True)
+class ModelParser:
+    """A compiled parser bound to a model's tokenizer, with the tokenizer methods' names and behaviour."""
+
+    path: Path
+    module: types.ModuleType  # the generated module: TEMPLATE, parse_response, ResponseParser
+    tokenizer: TokenDecoder
+    origin: str  # "tokenizer_config.json" or "preset <name>"
+
+    @property
+    def response_template(self) -> Any:
+        return self.module.TEMPLATE
+
+    def parse_response(
+        self, response: Any, *, prefix: Any = None, tools: list | None = None
+    ) -> dict | list[dict]:
+        """`tokenizer.parse_response`: text, ids, batches or arrays in; a dict, or a list for a batch."""
+        return parse_with_tokenizer(
+            self.module.parse_response, response, prefix=prefix, tools=tools, tokenizer=self.tokenizer
+        )
+
+    def get_response_parser(self, *, prefix: Any = None, tools: list | None = None) -> TokenStreamParser:
+        """`tokenizer.get_response_parser`: a streaming parser that also takes ids (`feed_ids`)."""
+        return response_parser_with_tokenizer(
+            self.module.ResponseParser, prefix=prefix, tools=tools, tokenizer=self.tokenizer
+        )
+
+
+def for_model(
+    path: str | os.PathLike,
+    *,
+    cache: str | os.PathLike | None = None,
+    target: str | None = None,
+    preset: str | None = None,
+) -> ModelParser:
+    """The parser for the model directory `path`, bound to its tokenizer.json.
+
+    The parser is the directory's own `response_template`, else the shipped preset `respc.detect`
+    finds (chat template, `model_type`, repository id), else `preset` when given: a name settles a
+    `respc.registry.AmbiguousPreset` or a model no preset is detected for, and overrides detection.
+    `cache` overrides the compiled-module cache directory (see `cache_dir`); `target` is the
+    transformers release to parse as (default: the newest supported).
+    """
+    from respc.registry import load_preset
+
+    path = Path(path)
+    if preset is not None:
+        if not path.is_dir():
+            from respc._io import InputError
+
+            raise InputError(f"{path}: not a model directory")
+        return ModelParser(path, load_preset(preset, target), load_tokenizer(path), f"preset {preset}")
+    template, module = model_template(path)
+    if module is not None:
+        name = module.__name__.rpartition(".")[2]
+        return ModelParser(path, load_preset(name, target), load_tokenizer(path), f"preset {name}")
+    module = cached_module(template, cache=cache, target=target)
+    return ModelParser(path, module, load_tokenizer(path), "tokenizer_config.json")

@@ -134,7 +134,7 @@ def _collect(deltas: list[dict]) -> tuple[dict[str, str], list[dict]]:
             calls.append({"id": entry["id"], "name": entry["function"]["name"], "arguments": ""})
         else:
             assert set(entry) == {"index", "function"} and list(entry["function"]) == ["arguments"], delta
-            assert entry["function"]["arguments"] and entry["index"] < len(calls), delta
+            assert entry["function"]["arguments"] and entry["index"] == len(calls) - 1, delta
             calls[entry["index"]]["arguments"] += entry["function"]["arguments"]
     return text, calls
 
@@ -685,3 +685,39 @@ def test_json_dialect_arguments_stream_as_each_release_parses(target: str) -> No
         check_stream(template, lambda: module.ResponseParser(""), chunks)
 
     check()
+
+
+def test_a_call_whose_arguments_wait_for_its_region_holds_back_the_next() -> None:
+    """Each call's deltas come before the next call's: an item without arguments (filled by the
+    transform when the region closes) keeps the calls after it waiting until then."""
+    template = {
+        "start_anchor": "A:",
+        "fields": {
+            "content": {},
+            "tool_calls": {
+                "open": "<calls>",
+                "close": "</calls>",
+                "content": "json",
+                "transform_each": True,
+                "transform": {"type": "function", "function": "{function}"},
+            },
+        },
+    }
+    module = respc.compile_template(template)
+    text = (
+        'hi<calls>[{"function": {"name": "a"}}, {"function": {"name": "b", "arguments": {"x": 1}}}, '
+        '{"function": {"name": "c"}}]</calls>'
+    )
+    split = text.index('"x"')
+    stream = DeltaStream(module.ResponseParser(""), new_id=lambda: "call_1")
+    early = stream.feed(text[:split])
+    assert [d.get("tool_calls", [{}])[0].get("index") for d in early] == [None, 0]  # b waits for a
+    deltas = early + stream.feed(text[split:]) + stream.finish()[0]
+    assert [(d["tool_calls"][0]["index"], d["tool_calls"][0]["function"]) for d in deltas[2:]] == [
+        (0, {"arguments": "{}"}),
+        (1, {"name": "b", "arguments": ""}),
+        (1, {"arguments": '{"x": 1}'}),
+        (2, {"name": "c", "arguments": ""}),
+        (2, {"arguments": "{}"}),
+    ]
+    assert check_stream(template, lambda: module.ResponseParser(""), list(text)) == "ok"

@@ -54,7 +54,7 @@ from typing import Any
 from respc.runtime.tools import tool_params
 from respc.serving.tool_args import Stripper, ToolRegion, call_parts, same_value, shape_of
 
-__all__ = ["REASONING_FIELDS", "DeltaStream", "DeltaStreamError", "template_of"]
+__all__ = ["REASONING_FIELDS", "DeltaStream", "DeltaStreamError", "calls_of", "template_of"]
 
 REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning")
 
@@ -100,10 +100,10 @@ def _new_id() -> str:
     return "call_" + secrets.token_hex(12)
 
 
-def _calls(value: Any) -> list[dict]:
+def calls_of(value: Any) -> list[dict]:
     """The call dicts of a tool_calls value, in order (transform_each with repeats nests lists)."""
     if isinstance(value, list):
-        return [call for item in value for call in _calls(item)]
+        return [call for item in value for call in calls_of(item)]
     return [value] if isinstance(value, dict) else []
 
 
@@ -329,7 +329,7 @@ class DeltaStream:
 
     def _settle(self, value: Any) -> None:
         """Check the calls of a closed region against what was sent, and send what remains."""
-        region, calls = self._region, _calls(value)
+        region, calls = self._region, calls_of(value)
         for item, call in enumerate(calls):
             call_id, name, arguments = call_parts(call)
             tracked = region.calls.get(item)

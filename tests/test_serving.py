@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +19,6 @@ from respc.serving import REASONING_FIELDS, DeltaStream, DeltaStreamError
 from respc.serving.deltas import template_of
 from respc.serving.tool_args import call_parts, same_value, shape_of
 
-ROOT = Path(__file__).parent.parent
 EXAMPLES = int(os.environ.get("RESPC_HYPOTHESIS_EXAMPLES", "60"))
 PRESET_CASES = Path(__file__).parent / "fixtures" / "presets"
 GENERATED_ID = re.compile(r"call_[0-9a-f]{24}\Z")
@@ -558,40 +555,6 @@ def test_finish_reason_and_lifecycle() -> None:
     assert deltas == [{"content": "Just text."}] and reason == "stop" and stream.calls == []
     with pytest.raises(RuntimeError, match="finished"):
         stream.feed("more")
-
-
-def test_server_example_streams_server_sent_events() -> None:
-    if "qwen3_5" not in PRESETS:
-        pytest.skip("needs the qwen3_5 preset")
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "serve_sse.py")], capture_output=True, text=True, check=True
-    )
-    events = result.stdout.split("\n\n")
-    assert events[-2] == "data: [DONE]" and events[-1] == ""
-    chunks = [json.loads(event.removeprefix("data: ")) for event in events[:-2]]
-    deltas = [chunk["choices"][0]["delta"] for chunk in chunks]
-    assert (
-        deltas[0] == {"role": "assistant", "content": ""}
-        and chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
-    )
-    assert _text(deltas, "content") == "Let me check."
-    assert _text(deltas, "reasoning_content") == "The user wants the weather, so I call the tool."
-    arguments = "".join(d["tool_calls"][0]["function"]["arguments"] for d in deltas if "tool_calls" in d)
-    assert json.loads(arguments) == {"city": "Paris, France", "days": 3}
-
-    sys.path.insert(0, str(ROOT / "examples"))
-    try:
-        import serve_sse
-    finally:
-        sys.path.pop(0)
-    broken = serve_sse.sse_events(
-        ["Hi", "<tool_call>\n<function=f>\n<parameter=a>\nx"], _module("serving_qwen3_5").ResponseParser("")
-    )
-    tail = list(broken)[-3:]
-    assert (
-        json.loads(tail[-2].removeprefix("data: "))["error"]["type"] == "cut_off"
-        and tail[-1] == "data: [DONE]\n\n"
-    )
 
 
 def test_a_parameter_its_region_cuts_short_is_a_mismatch() -> None:

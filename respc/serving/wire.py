@@ -122,7 +122,8 @@ class Wire(ABC):
             for chunk in chunks:
                 deltas = feed(chunk)
                 if deltas:
-                    yield from send(deltas)
+                    for event in send(deltas):  # noqa: UP028 (a loop resumes faster than `yield from`)
+                        yield event
             deltas, finish_reason = stream.finish()
         except DeltaStreamError as error:
             yield from self.feed(error.deltas)

@@ -1,9 +1,11 @@
-"""Render a pytest-benchmark JSON run as the README's speed table (never typed by hand).
+"""Render a pytest-benchmark JSON run as the README's speed tables (never typed by hand).
 
-    python benchmarks/render_table.py .benchmarks/run.json            # print the table
+    python benchmarks/render_table.py .benchmarks/run.json            # print the tables
     python benchmarks/render_table.py .benchmarks/run.json --write README.md
 
-`--write` replaces the text between the `speed-table` markers in the given file.
+`--write` replaces the text between the `speed-table` markers in the given file with the parser's
+tables, and between the `wire-table` markers with the wire formats' overhead
+(benchmarks/test_wire_overhead.py), each only when the run has its benchmarks.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 
 from targets import TARGETS, describe
 
-START, END = "<!-- speed-table:start -->", "<!-- speed-table:end -->"
+SECTIONS = ("speed-table", "wire-table")  # README markers, each written from its own benchmarks
 WORKLOADS = {
     "stream-4": "stream, 4-char chunks (µs/chunk)",
     "stream-token": "stream, one BPE token per feed (µs/chunk)",
@@ -167,20 +169,56 @@ def render_costs(run: dict) -> str:
     return "\n".join(header + sorted(lines)) + "\n"
 
 
+def render_wire(run: dict) -> str:
+    """The wire formats' time over the bare DeltaStream's (test_wire_overhead.py), per template."""
+    medians: dict[tuple[str, str, str], float] = {}
+    rounds = set()
+    for bench in run["benchmarks"]:
+        info = bench["extra_info"]
+        if info.get("workload") == "wire":
+            medians[(info["shape"], info["output"], info["wire"])] = info["median"]
+            rounds.add(len(info["ratios"]))
+    if not medians:
+        return ""
+    columns = sorted({(output, wire) for _, output, wire in medians})
+    lines = [
+        f"The wire formats' cost over the bare `DeltaStream` on the same stream (10k characters in 4-character "
+        f"chunks), the median of {'/'.join(map(str, sorted(rounds)))} paired rounds "
+        "(`benchmarks/test_wire_overhead.py`). Events: the event dicts, against the deltas (the aim is at "
+        "most 1.3); SSE: the server-sent-event text, against each delta sent as a `data:` line.",
+        "",
+        "| template | " + " | ".join(f"{wire} {output}" for output, wire in columns) + " |",
+        "|---|" + "---:|" * len(columns),
+    ]
+    for shape in sorted({shape for shape, _, _ in medians}):
+        cells = [medians.get((shape, output, wire)) for output, wire in columns]
+        lines.append(f"| {shape} | " + " | ".join("—" if c is None else f"{c:.2f}" for c in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run", type=Path, help="pytest-benchmark JSON (--benchmark-json)")
     parser.add_argument("--write", type=Path, help="file whose speed-table section to replace")
     args = parser.parse_args()
-    table = render(json.loads(args.run.read_text(encoding="utf-8")))
+    run = json.loads(args.run.read_text(encoding="utf-8"))
+    parser_rows = any(bench["extra_info"].get("workload") in WORKLOADS for bench in run["benchmarks"])
+    tables = {"speed-table": render(run) if parser_rows else "", "wire-table": render_wire(run)}
     if not args.write:
-        print(table, end="")
+        print("\n".join(table for table in tables.values() if table), end="")
         return
     text = args.write.read_text(encoding="utf-8")
-    pattern = re.compile(re.escape(START) + ".*?" + re.escape(END), re.DOTALL)
-    if not pattern.search(text):
-        raise SystemExit(f"{args.write}: no {START} ... {END} section")
-    args.write.write_text(pattern.sub(lambda _: f"{START}\n{table}{END}", text), encoding="utf-8")
+    for section in SECTIONS:
+        if not tables[section]:
+            continue
+        start, end = f"<!-- {section}:start -->", f"<!-- {section}:end -->"
+        pattern = re.compile(re.escape(start) + ".*?" + re.escape(end), re.DOTALL)
+        if not pattern.search(text):
+            raise SystemExit(f"{args.write}: no {start} ... {end} section")
+        text = pattern.sub(
+            lambda _, start=start, end=end, table=tables[section]: f"{start}\n{table}{end}", text
+        )
+    args.write.write_text(text, encoding="utf-8")
 
 
 if __name__ == "__main__":

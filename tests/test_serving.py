@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +19,6 @@ from respc.serving import REASONING_FIELDS, DeltaStream, DeltaStreamError
 from respc.serving.deltas import template_of
 from respc.serving.tool_args import call_parts, same_value, shape_of
 
-ROOT = Path(__file__).parent.parent
 EXAMPLES = int(os.environ.get("RESPC_HYPOTHESIS_EXAMPLES", "60"))
 PRESET_CASES = Path(__file__).parent / "fixtures" / "presets"
 GENERATED_ID = re.compile(r"call_[0-9a-f]{24}\Z")
@@ -134,7 +131,7 @@ def _collect(deltas: list[dict]) -> tuple[dict[str, str], list[dict]]:
             calls.append({"id": entry["id"], "name": entry["function"]["name"], "arguments": ""})
         else:
             assert set(entry) == {"index", "function"} and list(entry["function"]) == ["arguments"], delta
-            assert entry["function"]["arguments"] and entry["index"] < len(calls), delta
+            assert entry["function"]["arguments"] and entry["index"] == len(calls) - 1, delta
             calls[entry["index"]]["arguments"] += entry["function"]["arguments"]
     return text, calls
 
@@ -560,40 +557,6 @@ def test_finish_reason_and_lifecycle() -> None:
         stream.feed("more")
 
 
-def test_server_example_streams_server_sent_events() -> None:
-    if "qwen3_5" not in PRESETS:
-        pytest.skip("needs the qwen3_5 preset")
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "serve_sse.py")], capture_output=True, text=True, check=True
-    )
-    events = result.stdout.split("\n\n")
-    assert events[-2] == "data: [DONE]" and events[-1] == ""
-    chunks = [json.loads(event.removeprefix("data: ")) for event in events[:-2]]
-    deltas = [chunk["choices"][0]["delta"] for chunk in chunks]
-    assert (
-        deltas[0] == {"role": "assistant", "content": ""}
-        and chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
-    )
-    assert _text(deltas, "content") == "Let me check."
-    assert _text(deltas, "reasoning_content") == "The user wants the weather, so I call the tool."
-    arguments = "".join(d["tool_calls"][0]["function"]["arguments"] for d in deltas if "tool_calls" in d)
-    assert json.loads(arguments) == {"city": "Paris, France", "days": 3}
-
-    sys.path.insert(0, str(ROOT / "examples"))
-    try:
-        import serve_sse
-    finally:
-        sys.path.pop(0)
-    broken = serve_sse.sse_events(
-        ["Hi", "<tool_call>\n<function=f>\n<parameter=a>\nx"], _module("serving_qwen3_5").ResponseParser("")
-    )
-    tail = list(broken)[-3:]
-    assert (
-        json.loads(tail[-2].removeprefix("data: "))["error"]["type"] == "cut_off"
-        and tail[-1] == "data: [DONE]\n\n"
-    )
-
-
 def test_a_parameter_its_region_cuts_short_is_a_mismatch() -> None:
     text = "<tool_call>\n<function=echo>\n<parameter=text>\nsee </tool_call> here</parameter>"
     split = text.index("see") + 3
@@ -685,3 +648,39 @@ def test_json_dialect_arguments_stream_as_each_release_parses(target: str) -> No
         check_stream(template, lambda: module.ResponseParser(""), chunks)
 
     check()
+
+
+def test_a_call_whose_arguments_wait_for_its_region_holds_back_the_next() -> None:
+    """Each call's deltas come before the next call's: an item without arguments (filled by the
+    transform when the region closes) keeps the calls after it waiting until then."""
+    template = {
+        "start_anchor": "A:",
+        "fields": {
+            "content": {},
+            "tool_calls": {
+                "open": "<calls>",
+                "close": "</calls>",
+                "content": "json",
+                "transform_each": True,
+                "transform": {"type": "function", "function": "{function}"},
+            },
+        },
+    }
+    module = respc.compile_template(template)
+    text = (
+        'hi<calls>[{"function": {"name": "a"}}, {"function": {"name": "b", "arguments": {"x": 1}}}, '
+        '{"function": {"name": "c"}}]</calls>'
+    )
+    split = text.index('"x"')
+    stream = DeltaStream(module.ResponseParser(""), new_id=lambda: "call_1")
+    early = stream.feed(text[:split])
+    assert [d.get("tool_calls", [{}])[0].get("index") for d in early] == [None, 0]  # b waits for a
+    deltas = early + stream.feed(text[split:]) + stream.finish()[0]
+    assert [(d["tool_calls"][0]["index"], d["tool_calls"][0]["function"]) for d in deltas[2:]] == [
+        (0, {"arguments": "{}"}),
+        (1, {"name": "b", "arguments": ""}),
+        (1, {"arguments": '{"x": 1}'}),
+        (2, {"name": "c", "arguments": ""}),
+        (2, {"arguments": "{}"}),
+    ]
+    assert check_stream(template, lambda: module.ResponseParser(""), list(text)) == "ok"

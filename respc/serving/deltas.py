@@ -26,6 +26,9 @@ final message cannot contradict; its invariants and the policies where it cannot
   are sent as JSON built one parameter at a time. A call the stream cannot follow (a template shape it
   does not know, a region that opens and closes within one feed) is sent whole when its region closes.
   Calls of a non-repeating tool_calls field are all sent, though the message keeps the last region's.
+  Each call's deltas come before the next call's first one (what the Responses and Anthropic wire
+  formats need): a call whose arguments are known only when its region closes (a JSON item without
+  them, whose value a transform fills) holds back the calls after it in the region until then.
   The finish reason is "tool_calls" when any call was sent, else "stop".
 * Failures. A tool call that does not parse, a stream that ends inside a call that cannot be completed
   as sent (an xml string parameter whose closing tag never came), a final value that contradicts
@@ -51,7 +54,7 @@ from typing import Any
 from respc.runtime.tools import tool_params
 from respc.serving.tool_args import Stripper, ToolRegion, call_parts, same_value, shape_of
 
-__all__ = ["REASONING_FIELDS", "DeltaStream", "DeltaStreamError", "template_of"]
+__all__ = ["REASONING_FIELDS", "DeltaStream", "DeltaStreamError", "calls_of", "template_of"]
 
 REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning")
 
@@ -97,10 +100,10 @@ def _new_id() -> str:
     return "call_" + secrets.token_hex(12)
 
 
-def _calls(value: Any) -> list[dict]:
+def calls_of(value: Any) -> list[dict]:
     """The call dicts of a tool_calls value, in order (transform_each with repeats nests lists)."""
     if isinstance(value, list):
-        return [call for item in value for call in _calls(item)]
+        return [call for item in value for call in calls_of(item)]
     return [value] if isinstance(value, dict) else []
 
 
@@ -195,6 +198,8 @@ class DeltaStream:
         self._floor = 0  # where in it the parser has certainly consumed up to (a lower bound)
         self._region: ToolRegion | None = None
         self._items: dict[int, int] = {}  # call number inside the open region -> index in the stream
+        self._argless: set[int] = set()  # calls sent without any arguments yet
+        self._hold: int | None = None  # where the deltas that wait for an earlier call's arguments start
         self._deltas: list[dict] = []
         self._mismatch: _Mismatch | None = None  # the first call found to contradict what was sent
         self._state = "live"
@@ -290,6 +295,7 @@ class DeltaStream:
                         mismatch.raw = "".join(self._region.raw)
                         self._mismatch = self._mismatch or mismatch
                     self._region = None
+                    self._release()
 
     def _captures(self, events: list[dict], at: int) -> dict | None:
         """The open-pattern groups of the tool call opened by `events[at]`, found by re-running the pattern.
@@ -323,7 +329,7 @@ class DeltaStream:
 
     def _settle(self, value: Any) -> None:
         """Check the calls of a closed region against what was sent, and send what remains."""
-        region, calls = self._region, _calls(value)
+        region, calls = self._region, calls_of(value)
         for item, call in enumerate(calls):
             call_id, name, arguments = call_parts(call)
             tracked = region.calls.get(item)
@@ -355,6 +361,10 @@ class DeltaStream:
         for op in ops:
             call = self._region.calls[op[1]]
             if op[0] == "header":
+                if self._hold is None and not self._argless.isdisjoint(self._items.values()):
+                    # An earlier call of this region gets its arguments only when the region closes: the
+                    # calls after it wait until then, so that each call's deltas come before the next's.
+                    self._hold = len(self._deltas)
                 self._announce(call.call_id if isinstance(call.call_id, str) else None, call.name)
                 self._items[op[1]] = len(self.calls) - 1
             else:
@@ -375,6 +385,7 @@ class DeltaStream:
         call_id = call_id if call_id is not None else self._new_id()
         index = len(self.calls)
         self.calls.append({"index": index, "id": call_id, "name": name})
+        self._argless.add(index)
         entry = {
             "index": index,
             "id": call_id,
@@ -386,6 +397,7 @@ class DeltaStream:
     def _args(self, index: int, text: str) -> None:
         if not text:
             return
+        self._argless.discard(index)
         last = self._deltas[-1] if self._deltas else None
         if last is not None and list(last) == ["tool_calls"]:
             entry = last["tool_calls"][0]
@@ -395,8 +407,18 @@ class DeltaStream:
         self._deltas.append({"tool_calls": [{"index": index, "function": {"arguments": text}}]})
 
     def _take(self) -> list[dict]:
-        deltas, self._deltas = self._deltas, []
+        if self._hold is None:
+            deltas, self._deltas = self._deltas, []
+            return deltas
+        deltas, self._deltas, self._hold = self._deltas[: self._hold], self._deltas[self._hold :], 0
         return deltas
+
+    def _release(self) -> None:
+        """Send the calls that waited, each after the arguments of the call before it (all are tool calls)."""
+        if self._hold is not None:
+            waited = self._deltas[self._hold :]
+            self._deltas[self._hold :] = sorted(waited, key=lambda delta: delta["tool_calls"][0]["index"])
+            self._hold = None
 
     # -- failures ------------------------------------------------------------------------------------
 
@@ -428,4 +450,5 @@ class DeltaStream:
         else:
             reason, message = "parser", f"the parser failed: {type(error).__name__}: {first_line}"
         raw = "".join(region.raw) if region is not None else ""
+        self._release()
         return DeltaStreamError(message, deltas=self._take(), reason=reason, index=index, raw=raw)

@@ -29,6 +29,7 @@ __all__ = [
     "AmbiguousPreset",
     "Match",
     "PresetNotFound",
+    "TargetTooOld",
     "UnsupportedFormat",
     "load_preset",
     "match_chat_template",
@@ -58,6 +59,10 @@ class UnsupportedFormat(PresetNotFound):
     """The chat template shows a format no preset can express (the index's `_not_expressible`)."""
 
 
+class TargetTooOld(ValueError):
+    """A preset needs a newer transformers target than the one asked for (its `min_target`)."""
+
+
 class Match(namedtuple("Match", "preset by evidence rank", defaults=(0,))):
     """Why a preset was chosen: `by` ("repo id", "model_type", "name" or "chat template"), the evidence
     (the id, type or name; the family pattern; the chat-template markers found) and its rank."""
@@ -76,9 +81,10 @@ _UPSTREAM_PREFIX = (
 # Format and quantisation suffixes, stripped repeatedly (`-Instruct-4bit-DWQ` -> `-Instruct`).
 # `-Instruct`, `-Thinking`, `-Coder`, `-Distill`, `-Base` carry meaning and stay.
 _QUANT_SUFFIX = (
-    r"[-_.](?:i1-gguf|gguf|mlx(?:-\d+bits?)?|\d+bits?|bnb-4bit|unsloth-bnb-4bit|unsloth|awq(?:-int4)?"
-    r"|gptq(?:-int[348])?|int[348]|fp8(?:-dynamic|-block|-static)?|fp16|bf16|nvfp4|mxfp4(?:-q8)?|dwq"
-    r"|w[48]a(?:8|16)|quantized(?:\.w[48]a(?:8|16))?|q[2-8]_k(?:_[sml])?|q[48]_0|exl2|hf|dynamic|ov)$"
+    r"[-_.](?:i1-gguf|gguf|mlx(?:-\d+bits?)?|\d+(?:\.\d+)?bits?|bnb-4bit|unsloth-bnb-4bit|unsloth|awq(?:-int4)?"
+    r"|gptq(?:-int[348])?|int[348]|fp[48](?:-dynamic|-block|-static)?|fp16|bf16|nvfp4|mxfp4(?:-q8)?|dwq"
+    r"|w[48]a(?:8|16)|quantized(?:\.w[48]a(?:8|16))?|(?:ud-)?i?q[1-8](?:_[a-z0-9]+)*|exl2|hf|dynamic|ov"
+    r"|autoround)$"
 )
 
 
@@ -112,17 +118,17 @@ def load_preset(name: str, target: str | None = None) -> types.ModuleType:
 
     The shipped modules parse as the newest supported transformers release; another `target` compiles
     the preset's template for that release (once, in memory; needs the compiler extra). A preset that
-    needs a newer release than `target` (its `min_target`) raises `respc.UnknownTarget`.
+    needs a newer release than `target` (its `min_target`) raises `TargetTooOld`.
     """
     info = preset_info(name)
     module = importlib.import_module(f"respc.generated.{name}")
     if target is None or target == module.TRANSFORMERS_TARGET:
         return module
-    from respc.runtime.targets import SUPPORTED_TARGETS, UnknownTarget, get_target
+    from respc.runtime.targets import SUPPORTED_TARGETS, get_target
 
     release = get_target(target).name
     if SUPPORTED_TARGETS.index(release) < SUPPORTED_TARGETS.index(info["min_target"]):
-        raise UnknownTarget(
+        raise TargetTooOld(
             f"preset {name!r} needs transformers {info['min_target']} or newer, not {release}: "
             "its template uses what that release added"
         )
@@ -200,7 +206,12 @@ def match_repo_id(repo_id: str) -> Match | None:
     exact = repo_id.strip().lower()
     for preset, info in sorted(_registry().items()):
         if exact in (known.lower() for known in info["repo_ids"]):
-            return Match(preset, "repo id", (repo_id,), 2)
+            return Match(preset, "repo id", (repo_id,))
+    return _family_match(repo_id)
+
+
+def _family_match(repo_id: str) -> Match | None:
+    """`match_repo_id` by family patterns only (the listed ids aside)."""
     name = normalise_repo_id(repo_id)
     for family, evidence in _unsupported().items():
         hit = next((p for p in evidence["repo_patterns"] if _compiled(p).search(name)), None)

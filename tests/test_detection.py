@@ -16,7 +16,15 @@ from conftest import chunkings
 from tokenizers import Tokenizer, models, pre_tokenizers
 
 import respc
-from respc.registry import AmbiguousPreset, UnsupportedFormat, match_model, normalise_repo_id, preset_info
+from respc.registry import (
+    AmbiguousPreset,
+    TargetTooOld,
+    UnsupportedFormat,
+    _family_match,
+    match_model,
+    normalise_repo_id,
+    preset_info,
+)
 
 ROOT = Path(__file__).parent.parent
 CASES_DIR = Path(__file__).parent / "fixtures" / "presets"
@@ -121,6 +129,20 @@ REPO_IDS = [
     ("LiquidAI/LFM2-8B-A1B", "lfm2"),
     ("LiquidAI/LFM2.5-1.2B-Thinking", "lfm2"),
     ("/srv/models/Qwen3-8B-AWQ/", "qwen3"),  # a local path named after the repository
+    ("unsloth/Qwen3-30B-A3B-Instruct-2507-UD-Q4_K_XL", "qwen3"),
+    ("bartowski/Qwen_Qwen3-8B-IQ4_XS", "qwen3"),
+    ("nvidia/Llama-3.1-Nemotron-70B-Instruct-HF", "llama3_json"),  # Llama 3.1's template, not <TOOLCALL>
+    ("microsoft/Phi-4-mini-reasoning", "phi4_mini"),
+    ("mistralai/Mistral-Large-Instruct-2407", "mistral_v3"),
+]
+
+# Ids that must not get a preset: embedding and reranking models, and families whose name looks like
+# a shipped one but whose checkpoints write another format.
+NO_PRESET = [
+    "Qwen/Qwen3-Embedding-8B",
+    "Qwen/Qwen3-Reranker-4B",
+    "nvidia/OpenReasoning-Nemotron-32B",
+    "nvidia/Mistral-NeMo-Minitron-8B-Instruct",
 ]
 
 
@@ -129,6 +151,8 @@ def test_real_repo_ids_resolve_to_their_preset(repo_id: str, preset: str) -> Non
     assert respc.preset_for(repo_id) is respc.load_preset(preset)
     assert respc.preset_for(repo_id.upper()) is respc.load_preset(preset)
     assert match_model(repo_id).by == "repo id"
+    found = _family_match(repo_id)  # the family patterns alone, without the ids the index lists
+    assert found is not None and found.preset == preset, found
 
 
 def test_the_table_covers_every_variant_kind_and_most_presets() -> None:
@@ -163,6 +187,18 @@ def test_the_table_covers_every_variant_kind_and_most_presets() -> None:
 )
 def test_normalise_repo_id_drops_organisation_and_quantisation_only(repo_id: str, name: str) -> None:
     assert normalise_repo_id(repo_id) == name
+
+
+@pytest.mark.parametrize("repo_id", NO_PRESET)
+def test_look_alike_ids_get_no_preset(repo_id: str) -> None:
+    with pytest.raises(respc.PresetNotFound):
+        respc.preset_for(repo_id)
+
+
+def test_an_id_matching_two_families_equally_is_ambiguous() -> None:
+    with pytest.raises(AmbiguousPreset, match=r"glm4_5 \(.*\); qwen3 \(") as raised:
+        respc.preset_for("someone/GLM-4.5-Qwen3-merge")  # two base patterns at the same rank
+    assert raised.value.candidates == ("glm4_5", "qwen3")
 
 
 def test_known_inexpressible_families_are_refused_with_the_reason() -> None:
@@ -358,12 +394,43 @@ TEMPLATES = {
         "'<|/tool|>' + '<|end|>' }}{%- endif %}{%- if add_generation_prompt %}{{- '<|assistant|>' }}"
         "{%- endif %}"
     ),
+    "ernie4_5": (
+        "{{- '<|begin_of_sentence|>' }}{%- for message in messages %}{%- if message.role == 'user' %}"
+        "{{- 'User: ' + message.content + '\\n' }}{%- elif message.role == 'assistant' %}{{- 'Assistant: ' + "
+        "message.content + '<|end_of_sentence|>' }}{%- endif %}{%- endfor %}{%- if add_generation_prompt %}"
+        "{{- 'Assistant: ' }}{%- endif %}"
+    ),
+    "hunyuan": (
+        "{{- '<|startoftext|>' + system + '<|extra_4|>' }}{{- '<|startoftext|>' + content + '<|extra_0|>' }}"
+        "{{- '<tool_calls>' + calls|tojson + '</tool_calls>' }}{{- '<|eos|>' }}"
+    ),
+    "inkling": (
+        "{{- '<|message_model|>' }}{%- for call in message.tool_calls %}{{- '<|content_invoke_tool_json|>' "
+        "+ call|tojson }}{%- endfor %}{{- '<|end_message|>' }}"
+    ),
+    "internlm2": (  # vLLM's tool_chat_template_internlm2_tool.jinja
+        "{{- '<|im_start|>system name=<|plugin|>\\n' + tools|tojson + '<|im_end|>\\n' }}"
+        "{{- '<|action_start|><|plugin|>\\n' + call|tojson + '<|action_end|>' }}"
+    ),
+    "jamba": (
+        "{{- '<|startoftext|><|bom|><|system|> ' + system + '<|eom|>' }}{%- if tools %}{{- "
+        "'<tool_definitions>' + tools|tojson + '</tool_definitions>' }}{%- endif %}"
+        "{{- '<|bom|><|assistant|> ' }}"
+    ),
+    "longcat": (
+        "{{- '[Round 0] USER:' + content + ' ASSISTANT:' }}{{- '<longcat_tool_call>' + call|tojson + "
+        "'</longcat_tool_call>' }}{{- '</longcat_s>' }}"
+    ),
     "step3": (
         "{{- '<|BOT|>system\\n' }}{{- '<｜tool_calls_begin｜><｜tool_call_begin｜>function<｜tool_sep｜>"
         "<steptml:invoke name=\"' + tool_call.function.name + '\">' }}{{- '<|EOT|>' }}"
         "{%- if add_generation_prompt %}{{- '<|BOT|>assistant\\n<think>\\n' }}{%- endif %}"
     ),
 }
+
+
+def test_every_preset_has_a_chat_template_here() -> None:
+    assert sorted(TEMPLATES) == respc.presets()
 
 
 @pytest.mark.parametrize("preset", sorted(TEMPLATES))
@@ -388,6 +455,34 @@ def test_templates_without_any_marker_are_not_guessed() -> None:
     gemma3_stock = "{{ bos_token }}{{ '<start_of_turn>' + role + '\\n' }}{{ '<end_of_turn>\\n' }}"
     with pytest.raises(respc.PresetNotFound):
         respc.detect(gemma3_stock)
+
+
+# Templates whose prose or role checks share a shipped preset's markers, but whose models write
+# another format (excerpts of the published templates): a pick would parse their calls as text.
+LOOK_ALIKES = {
+    # Apriel 1.5 / 1.6: mentions <tool_call> in prose, emits <tool_calls>[...]</tool_calls>
+    "apriel": (
+        "{{- 'You are provided with function signatures within <available_tools></available_tools> XML "
+        "tags. ... <tool_call> ... Return the calls as a list within <tool_calls></tool_calls> XML tags:"
+        '\\n<tool_calls>[{"name": <function-name>, "arguments": <args-dict>}]</tool_calls>\' }}'
+    ),
+    # Firefunction v2: Llama 3 headers and ' functools[' calls, no ipython environment
+    "firefunction": (
+        "{{- '<|start_header_id|>system<|end_header_id|>\\n' + functions + '<|eot_id|>' }}"
+        "{{- '<|start_header_id|>assistant<|end_header_id|>\\n' + ' functools[' + calls + ']' }}"
+    ),
+    # cogito (Llama 3.2 based): checks the 'ipython' role, asks for [{"name", "arguments"}]
+    "cogito": (
+        "{%- if message.role == 'ipython' %}{{- '<|start_header_id|>ipython<|end_header_id|>\\n\\n' }}"
+        '{%- endif %}{{- \'Respond with a JSON list [{"name": ..., "arguments": ...}]\' }}'
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LOOK_ALIKES))
+def test_look_alike_templates_are_not_given_a_preset(name: str) -> None:
+    with pytest.raises(respc.PresetNotFound, match="no preset's markers found"):
+        respc.detect(LOOK_ALIKES[name])
 
 
 def test_two_presets_matching_equally_raise_and_name_both() -> None:
@@ -476,9 +571,7 @@ def test_for_model_trusts_the_chat_template_over_model_type_and_repo_id(
     assert parser.module is respc.load_preset(preset) and parser.origin == f"preset {preset}"
 
 
-def test_the_order_is_response_template_chat_template_model_type_repo_id_directory(
-    tmp_path: Path,
-) -> None:
+def test_the_order_is_response_template_chat_template_repo_id_model_type_directory(tmp_path: Path) -> None:
     own = respc.load_preset("smollm3").TEMPLATE
     full = _model_dir(
         tmp_path,
@@ -489,23 +582,50 @@ def test_the_order_is_response_template_chat_template_model_type_repo_id_directo
         name_or_path="zai-org/GLM-4.6",
     )
     assert respc.detect(full).preset is None and respc.for_model(full).origin == "tokenizer_config.json"
-    by_template = _model_dir(tmp_path, "t", chat_template=TEMPLATES["qwen3"], model_type="gpt_oss")
+    by_template = _model_dir(
+        tmp_path, "t", chat_template=TEMPLATES["qwen3"], model_type="gpt_oss", name_or_path="zai-org/GLM-4.6"
+    )
     assert respc.detect(by_template).preset == "qwen3"
-    by_type = _model_dir(tmp_path, "m", model_type="gpt_oss", name_or_path="zai-org/GLM-4.6")
-    found = respc.detect(by_type)
-    assert (found.preset, found.by, found.evidence) == ("gpt_oss", "model_type", ("gpt_oss",))
-    assert found.passed_over[:2] == (
+    by_repo = _model_dir(tmp_path, "r", model_type="gpt_oss", name_or_path="unsloth/GLM-4.6-GGUF")
+    found = respc.detect(by_repo)
+    assert (found.preset, found.by, found.where) == ("glm4_5", "repo id", "config.json _name_or_path")
+    assert found.evidence == ("unsloth/GLM-4.6-GGUF", r"glm-4\.6")
+    assert found.passed_over == (
         "response_template (tokenizer_config.json): none",
         "chat template: none (no chat_template.jinja, tokenizer_config.json chat_template)",
     )
-    by_repo = _model_dir(tmp_path, "r", model_type="olmo2", name_or_path="unsloth/GLM-4.6-GGUF")
-    found = respc.detect(by_repo)
-    assert (found.preset, found.by) == ("glm4_5", "repo id")
-    assert found.evidence == ("unsloth/GLM-4.6-GGUF", r"glm-4\.6")
+    by_type = _model_dir(tmp_path, "m", model_type="gpt_oss", name_or_path="/home/me/checkpoint-500")
+    found = respc.detect(by_type)
+    assert (found.preset, found.by, found.evidence) == ("gpt_oss", "model_type", ("gpt_oss",))
+    assert "no family pattern matches '/home/me/checkpoint-500'" in found.passed_over[2]
     by_name = _model_dir(tmp_path, "Qwen3-8B-AWQ")
     assert (respc.detect(by_name).preset, respc.detect(by_name).by) == ("qwen3", "directory name")
-    ambiguous_type = _model_dir(tmp_path, "a", model_type="glm4_moe", name_or_path="zai-org/GLM-4.7")
-    assert respc.detect(ambiguous_type).preset == "glm4_7"  # the repo id settles the shared type
+
+
+@pytest.mark.parametrize(
+    ("model_type", "repo_id", "preset"),
+    [
+        # one model type, several formats: the repository id names the model
+        ("mistral3", "mistralai/Mistral-Small-3.1-24B-Instruct-2503", "mistral_v3"),
+        ("mistral3", "mistralai/Mistral-Small-3.2-24B-Instruct-2506", "mistral_v11"),
+        ("deepseek_v3", "deepseek-ai/DeepSeek-R1-0528", "deepseek_r1"),
+        ("llama", "NousResearch/Hermes-3-Llama-3.1-8B", "qwen3"),
+        ("glm4_moe", "zai-org/GLM-4.7", "glm4_7"),
+    ],
+)
+def test_the_repository_id_settles_a_model_type_shared_by_formats(
+    tmp_path: Path, model_type: str, repo_id: str, preset: str
+) -> None:
+    found = respc.detect(_model_dir(tmp_path, model_type=model_type, name_or_path=repo_id))
+    assert (found.preset, found.by) == (preset, "repo id")
+
+
+def test_the_hugging_face_cache_path_names_the_repository(tmp_path: Path) -> None:
+    # transformers 5 saves config.json without _name_or_path; the hub cache keeps the id in the path
+    snapshot = tmp_path / "hub" / "models--zai-org--GLM-4.7" / "snapshots"
+    found = respc.detect(_model_dir(snapshot, "0123abcd", model_type="glm4_moe"))
+    assert (found.preset, found.by, found.where) == ("glm4_7", "repo id", "the Hugging Face cache path")
+    assert found.evidence == ("zai-org/GLM-4.7",)
 
 
 def test_chat_template_files_and_named_templates_are_read_as_transformers_loads_them(
@@ -537,6 +657,9 @@ def test_directories_that_cannot_be_decided_say_why(tmp_path: Path) -> None:
     with pytest.raises(AmbiguousPreset, match="glm4_5, glm4_7"):
         respc.for_model(ambiguous)
     assert respc.for_model(ambiguous, preset="glm4_7").module is respc.load_preset("glm4_7")
+    own = _model_dir(tmp_path, "own", response_template=respc.load_preset("smollm3").TEMPLATE)
+    chosen = respc.for_model(own, preset="qwen3")  # an explicit preset replaces detection entirely
+    assert (chosen.module, chosen.origin) == (respc.load_preset("qwen3"), "preset qwen3")
     nothing = _model_dir(tmp_path, "n", chat_template="{{ messages }}", model_type="rwkv")
     with pytest.raises(respc.ResponseTemplateNotFound) as raised:
         respc.for_model(nothing)
@@ -554,11 +677,13 @@ def test_directories_that_cannot_be_decided_say_why(tmp_path: Path) -> None:
 
 
 def test_a_preset_newer_than_the_target_is_refused_clearly(tmp_path: Path) -> None:
-    with pytest.raises(respc.UnknownTarget, match=r"needs transformers 5\.24 or newer, not 5\.23"):
+    with pytest.raises(TargetTooOld, match=r"needs transformers 5\.24 or newer, not 5\.23"):
         respc.load_preset("lfm2", target="5.23")
     directory = _model_dir(tmp_path, chat_template=TEMPLATES["lfm2"])
-    with pytest.raises(respc.UnknownTarget, match="lfm2"):
+    with pytest.raises(TargetTooOld, match="lfm2"):
         respc.for_model(directory, target="5.23")
+    done = _cli("parse", "--preset", "lfm2", "--target", "5.23", "--jsonl", "/dev/null")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "5.24 or newer" in done.stderr
 
 
 def test_cli_presets_detect_prints_the_choice_and_why(tmp_path: Path) -> None:
@@ -573,10 +698,20 @@ def test_cli_presets_detect_prints_the_choice_and_why(tmp_path: Path) -> None:
         "  passed over response_template (tokenizer_config.json): none",
     ]
     by_id = _cli("presets", "--detect", "unsloth/Qwen3-14B-GGUF")
-    assert by_id.stdout.splitlines() == ["preset qwen3", "  by repo id: 'unsloth/Qwen3-14B-GGUF', 'qwen3'"]
+    assert by_id.stdout.splitlines() == [
+        "preset qwen3",
+        "  by repo id: 'unsloth/Qwen3-14B-GGUF', 'qwen3(?!-(?:embedding|reranker))'",
+    ]
     ambiguous = _cli("presets", "--detect", "glm4_moe")
     assert ambiguous.returncode == 2 and ambiguous.stderr.count("\n") == 1
     assert "glm4_5, glm4_7" in ambiguous.stderr
+    missing = _cli("presets", "--detect", str(tmp_path / "absent" / "Qwen3-8B"))
+    assert (missing.returncode, missing.stderr) == (
+        2,
+        f"respc: error: {tmp_path / 'absent' / 'Qwen3-8B'}: no such file or directory\n",
+    )
+    both = _cli("presets", "qwen3", "--detect", "glm4_moe")
+    assert both.returncode == 2 and "not both" in both.stderr
 
 
 def test_cli_presets_shows_families_patterns_and_one_preset_in_full() -> None:
@@ -585,11 +720,12 @@ def test_cli_presets_shows_families_patterns_and_one_preset_in_full() -> None:
     lines = table.stdout.splitlines()
     assert lines[0].split() == ["preset", "families", "repo-id", "patterns", "model", "types"]
     rows = lines[1 : lines.index("")]
-    assert [row.split()[0] for row in rows] == respc.presets()
+    assert [row.split()[0] for row in rows if not row.startswith(" ")] == respc.presets()
     assert max(map(len, lines)) <= 140
-    qwen3 = next(row for row in rows if row.startswith("qwen3 "))
-    assert "hermes-[2-9]" in qwen3 and "qwen2 " in qwen3
-    full = _cli("presets", "lfm2").stdout
+    qwen3 = "\n".join(rows[rows.index(next(r for r in rows if r.startswith("qwen3 "))) :][:3])
+    for shown in ("hermes-[2-9]", "qwq", "qwen2\\.5", "qwen2_moe"):  # patterns are wrapped, not cut
+        assert shown in qwen3, shown
+    full = _cli("presets", "LFM2").stdout  # names as preset_for takes them: any case
     assert "needs transformers: 5.24 or newer" in full and "'<|tool_call_start|>'" in full
     assert "end tokens:         <|im_end|>" in full
 
@@ -634,12 +770,14 @@ def _outcome(call: Any) -> Any:
 @pytest.mark.parametrize(("name", "index", "case"), _end_token_cases())
 def test_end_tokens_do_not_change_the_message(name: str, index: int, case: dict) -> None:
     """Serving stacks differ on whether the end token stays in the text (transformers' generate keeps
-    it, vLLM strips it): each of the family's end tokens, or none, gives the same message."""
+    it, vLLM strips it): none, each of the family's end tokens, or all of them in a row give the same
+    message (or, for a malformed output, the same error) as the realistic text."""
     module = respc.load_preset(name)
     tokens = preset_info(name)["end_tokens"]
     bare = _strip_end_tokens(case["text"], tokens)
     want = _outcome(lambda: module.parse_response(case["text"], prefix=case["prefix"]))
-    for text in [bare, *(bare + token for token in tokens)]:
+    stacked = ["".join(tokens), "".join(reversed(tokens))] if len(tokens) > 1 else []
+    for text in [bare, *(bare + token for token in tokens), *(bare + both for both in stacked)]:
         got = _outcome(lambda text=text: module.parse_response(text, prefix=case["prefix"]))
         assert got == want, f"{name}[{index}] with {text[len(bare):]!r}"
         for chunks in chunkings(text, seed=index, random_splits=2):

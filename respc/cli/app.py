@@ -20,7 +20,7 @@ from respc.cli import compile as compile_command
 from respc.cli import explain, parse, presets, regen
 from respc.cli.errors import UsageError
 from respc.model import ResponseTemplateNotFound
-from respc.registry import PresetNotFound
+from respc.registry import PresetNotFound, TargetTooOld
 from respc.runtime.targets import UnknownTarget
 
 __all__ = ["build_parser", "main"]
@@ -64,6 +64,7 @@ def _run(args: argparse.Namespace) -> int:
         ResponseTemplateNotFound,
         PresetNotFound,
         UnknownTarget,
+        TargetTooOld,
     ) as error:
         return _fail(args, str(error))
     except ImportError as error:

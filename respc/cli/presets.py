@@ -4,7 +4,14 @@
 from __future__ import annotations
 
 import argparse
+import itertools
+import os
+import textwrap
+from pathlib import Path
 from typing import Any
+
+from respc._io import InputError
+from respc.cli.errors import UsageError
 
 __all__ = ["register", "run"]
 
@@ -37,30 +44,33 @@ def run(args: argparse.Namespace) -> int:
     from respc.registry import presets
 
     if args.detect is not None:
+        if args.name is not None:
+            raise UsageError("give NAME or --detect PATH, not both")
         print(_detect(args.detect))
         return 0
     if args.name is not None:
-        print(_describe(args.name))
+        print(_describe(args.name.strip().lower()))
         return 0
-    rows = [("preset", "families", "repo-id patterns", "model types")]
+    head = ("preset", "families", "repo-id patterns", "model types")
+    rows = []
     for name in presets():
         info = _info(name)
-        patterns = [*info["derived_repo_patterns"], *info["repo_patterns"]]
-        rows.append(
-            (
-                name,
-                _shorten(info["families"], 56),
-                _shorten(" ".join(patterns) or "-", 34),
-                " ".join(info["model_types"]) or "-",
-            )
-        )
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    room = WIDTH - sum(widths) - 6
-    for row in rows:
-        cells = [cell.ljust(width) for cell, width in zip(row, widths)]
-        print("  ".join([*cells, _shorten(row[3], room)]).rstrip())
-    print(f"\n{len(rows) - 1} presets; `respc presets NAME` shows one in full, `--detect PATH` chooses")
+        patterns = " ".join([*info["derived_repo_patterns"], *info["repo_patterns"]]) or "-"
+        rows.append((name, info["families"], patterns, " ".join(info["model_types"]) or "-"))
+    first = max(len(row[0]) for row in [head, *rows])
+    widths = [first, 50, 38, WIDTH - first - 50 - 38 - 6]
+    for row in [head, *rows]:
+        cells = [_wrap(cell, width) for cell, width in zip(row, widths)]
+        if len(cells[1]) > 2:  # families: two lines at most; `respc presets NAME` has the rest
+            cells[1] = [cells[1][0], _shorten(" ".join(cells[1][1:]), widths[1])]
+        for line in itertools.zip_longest(*cells, fillvalue=""):
+            print("  ".join(text.ljust(width) for text, width in zip(line, widths)).rstrip())
+    print(f"\n{len(rows)} presets; `respc presets NAME` shows one in full, `--detect PATH` chooses")
     return 0
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    return textwrap.wrap(text, width, break_long_words=True, break_on_hyphens=False) or ["-"]
 
 
 def _info(name: str) -> dict[str, Any]:
@@ -83,7 +93,7 @@ def _describe(name: str) -> str:
         ("unless it has", ", ".join(repr(m) for m in detect["none_of"]) or "-"),
         ("end tokens", ", ".join(info["end_tokens"])),
         ("special tokens", "keep (decode with skip_special_tokens=False)" if info["special_tokens"] else "-"),
-        ("prefill", info["prefill"] or "-"),
+        ("prefill", info["prefill"].replace("\n", "\\n") or "-"),
         ("needs transformers", f"{info['min_target']} or newer"),
         ("confirmed by", info["confirmed"]),
         ("notes", info["notes"]),
@@ -92,13 +102,13 @@ def _describe(name: str) -> str:
 
 
 def _detect(source: str) -> str:
-    from pathlib import Path
-
     from respc.model import detect
     from respc.registry import match_model
 
     if Path(source).exists() or "{%" in source or "{{" in source:
         return detect(source).explain()
+    if not source.strip() or source.startswith(("/", ".", "~")) or os.sep + os.sep in source:
+        raise InputError(f"{source or repr(source)}: no such file or directory")
     match = match_model(source)  # not a path: a repository id, model type or preset name
     shown = ", ".join(repr(e) for e in match.evidence)
     return f"preset {match.preset}\n  by {match.by}: {shown}"

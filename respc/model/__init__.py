@@ -85,9 +85,10 @@ def for_model(
 ) -> ModelParser:
     """The parser for the model directory `path`, bound to its tokenizer.json.
 
-    The parser is the directory's own `response_template`, else the shipped preset `respc.detect`
-    finds (chat template, `model_type`, repository id), else `preset` when given: a name settles a
-    `respc.registry.AmbiguousPreset` or a model no preset is detected for, and overrides detection.
+    The parser is the shipped preset named `preset` when given (it replaces detection, the directory's
+    own `response_template` included: use it to settle a `respc.AmbiguousPreset` or a model no preset
+    is detected for), else the directory's own `response_template`, else the preset `respc.detect`
+    finds (chat template, repository id, `model_type`).
     `cache` overrides the compiled-module cache directory (see `cache_dir`); `target` is the
     transformers release to parse as (default: the newest supported).
     """

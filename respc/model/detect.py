@@ -1,11 +1,14 @@
 """`respc.detect`: which shipped preset a model gets, and the evidence for it.
 
-A model directory is read in the order `for_model` uses: its own `response_template` (no preset
-needed), then its chat template's markers (the way llama.cpp and mlx-lm choose a tool-call format),
-then `config.json`'s `model_type`, then the repository id it was saved from (`_name_or_path`), else
-the directory's own name. The chat template comes first because the other two mislead for real
-checkpoints: Qwen3-Coder reports `qwen3_moe`, Hermes 2 Pro `mistral` and DeepSeek-R1-Distill `qwen2`,
-while each template names its real format. Two presets matching one piece of evidence equally well
+A model directory is read in the order `for_model` uses, strongest evidence first: its own
+`response_template` (no preset needed), then its chat template's markers (the way llama.cpp and mlx-lm
+choose a tool-call format), then the repository id it came from (`_name_or_path`, or the Hugging Face
+cache path), then `config.json`'s `model_type`, else the directory's own name. The chat template comes
+first because the others mislead for real checkpoints: Qwen3-Coder reports `qwen3_moe`, Hermes 2 Pro
+`mistral` and DeepSeek-R1-Distill `qwen2`, while each template names its real format. A repository id
+comes before the model type because one type spans formats (`mistral3`: Mistral Small 3.1 writes v7
+calls, 3.2 v11 calls; `deepseek_v3`: V3 and R1; `llama`: Llama 3 and Hermes 3) while an id names one
+model. Two presets matching one piece of evidence equally well
 raise `respc.registry.AmbiguousPreset`; a chat template showing a format no preset expresses raises
 `UnsupportedFormat` (it never falls through to a near miss); a step that finds nothing passes to the
 next, and the `Detection` records why.
@@ -171,6 +174,10 @@ def _detect_in_directory(path: Path) -> Detection:
     else:
         passed.append("chat template: none (no chat_template.jinja, tokenizer_config.json chat_template)")
     model_config = read_json(path / "config.json", missing={}, expect=dict)
+    repo_id, where = _repo_id(path, model_config, config)
+    found = _by_repo_id(repo_id, "repo id", where, passed)
+    if found is not None:
+        return found
     model_type = model_config.get("model_type")
     ambiguous = None
     if not isinstance(model_type, str):
@@ -185,15 +192,28 @@ def _detect_in_directory(path: Path) -> Detection:
             return _detection(match, "config.json", passed)
         if ambiguous is None:
             passed.append(f"model_type (config.json): no preset lists {model_type!r}")
-    repo_id = model_config.get("_name_or_path") or config.get("name_or_path")
-    found = _by_repo_id(repo_id, "repo id", "config.json _name_or_path", passed)
-    if found is None:
-        found = _by_repo_id(path.resolve().name, "directory name", str(path), passed)
+    found = _by_repo_id(path.resolve().name, "directory name", str(path), passed)
     if found is not None:
         return found
     if ambiguous is not None:
         raise AmbiguousPreset(f"{path}: {ambiguous}", ambiguous.candidates)
     raise _not_found(str(path), passed)
+
+
+def _repo_id(path: Path, model_config: dict, tokenizer_config: dict) -> tuple[Any, str]:
+    """The repository id a directory was saved from, and where it was read: `config.json`'s
+    `_name_or_path`, `tokenizer_config.json`'s `name_or_path` (transformers 5 drops both when saving),
+    else a Hugging Face cache path (`models--ORG--NAME/snapshots/HASH`)."""
+    for value, where in (
+        (model_config.get("_name_or_path"), "config.json _name_or_path"),
+        (tokenizer_config.get("name_or_path"), "tokenizer_config.json name_or_path"),
+    ):
+        if isinstance(value, str) and value.strip():
+            return value, where
+    for part in reversed(path.resolve().parts):
+        if part.startswith("models--") and "--" in part[len("models--") :]:
+            return part[len("models--") :].replace("--", "/", 1), "the Hugging Face cache path"
+    return None, "config.json _name_or_path"
 
 
 def _by_repo_id(repo_id: Any, by: str, where: str, passed_over: list[str]) -> Detection | None:

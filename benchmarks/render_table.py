@@ -4,8 +4,9 @@
     python benchmarks/render_table.py .benchmarks/run.json --write README.md
 
 `--write` replaces the text between the `speed-table` markers in the given file with the parser's
-tables, and between the `wire-table` markers with the wire formats' overhead
-(benchmarks/test_wire_overhead.py), each only when the run has its benchmarks.
+tables, between the `wire-table` markers with the wire formats' overhead
+(benchmarks/test_wire_overhead.py), and between the `scale-table` markers with the engines of
+`respc parse` (benchmarks/test_scale.py), each only when the run has its benchmarks.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from targets import TARGETS, describe
 
-SECTIONS = ("speed-table", "wire-table")  # README markers, each written from its own benchmarks
+SECTIONS = ("speed-table", "wire-table", "scale-table")  # README markers, each from its own benchmarks
 WORKLOADS = {
     "stream-4": "stream, 4-char chunks (µs/chunk)",
     "stream-token": "stream, one BPE token per feed (µs/chunk)",
@@ -196,6 +197,52 @@ def render_wire(run: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_scale(run: dict) -> str:
+    """Records per second and start-up cost per engine, and peak memory (benchmarks/test_scale.py)."""
+    engines, memory, oracle = [], [], None
+    for bench in run["benchmarks"]:
+        info = bench["extra_info"]
+        if info.get("workload") == "scale" and "records_per_second" in info:
+            engines.append(info)
+        elif info.get("workload") == "scale-memory" and "peaks_mib" in info:
+            memory.append(info)
+        elif info.get("workload") == "scale-oracle" and "records_per_second" in info:
+            oracle = info["records_per_second"]
+    if not engines:
+        return ""
+    records = engines[0]["records"]
+    lines = [
+        f"`respc parse --preset qwen3` on {records:,} Qwen3 outputs of about 1,000 characters (1 in 20 "
+        "malformed), input and output in the same format, each run a fresh process on this machine (2 CPUs), "
+        "one run each (`benchmarks/test_scale.py`). Records/s: the per-record cost, from the difference "
+        f"with a run on {1000:,} records; start-up: the rest (imports, worker pool, Ray cluster start and stop).",
+        "",
+        "| engine | workers / actors | format | records/s | start-up (s) | whole run (s) |",
+        "|---|---:|---|---:|---:|---:|",
+    ]
+    for info in engines:
+        lines.append(
+            f"| {info['engine']} | {info['workers']} | {info['format']} | {info['records_per_second']:,} "
+            f"| {info['startup_seconds']:.1f} | {info['seconds']:.1f} |"
+        )
+    if oracle:
+        lines.append(
+            f"| transformers 5.24.0 `parse_response` loop (reference) | 1 | in memory | {oracle:,} | — | — |"
+        )
+    if memory:
+        lines += [
+            "",
+            "| local engine, peak memory (one process) | "
+            + " | ".join(f"{int(k):,} records" for k in memory[0]["peaks_mib"])
+            + " | ratio |",
+            "|---|---:|---:|---:|",
+        ]
+        for info in memory:
+            peaks = " | ".join(f"{v} MiB" for v in info["peaks_mib"].values())
+            lines.append(f"| {info['format']} in and out | {peaks} | {info['ratio']:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run", type=Path, help="pytest-benchmark JSON (--benchmark-json)")
@@ -203,7 +250,11 @@ def main() -> None:
     args = parser.parse_args()
     run = json.loads(args.run.read_text(encoding="utf-8"))
     parser_rows = any(bench["extra_info"].get("workload") in WORKLOADS for bench in run["benchmarks"])
-    tables = {"speed-table": render(run) if parser_rows else "", "wire-table": render_wire(run)}
+    tables = {
+        "speed-table": render(run) if parser_rows else "",
+        "wire-table": render_wire(run),
+        "scale-table": render_scale(run),
+    }
     if not args.write:
         print("\n".join(table for table in tables.values() if table), end="")
         return

@@ -132,19 +132,21 @@ def _check_replaceable(path: Path) -> None:
 
 
 class AtomicOutput:
-    """A text stream that becomes `path` only when the `with` block completes without an exception.
+    """A text (or, with `binary`, bytes) stream that becomes `path` only when the `with` block
+    completes without an exception.
 
     The data goes to a temporary file in the same directory (so the final rename is atomic); on an
     exception it is deleted and `path` is left as it was.
     """
 
-    def __init__(self, path: str | os.PathLike, *, private: bool = False) -> None:
+    def __init__(self, path: str | os.PathLike, *, private: bool = False, binary: bool = False) -> None:
         self.path = Path(path)
         self.private = private
-        self.stream: IO[str] | None = None
+        self.binary = binary
+        self.stream: IO | None = None
         self._temporary: str | None = None
 
-    def __enter__(self) -> IO[str]:
+    def __enter__(self) -> IO:
         _check_replaceable(self.path)
         # Created with the mode a new file gets (the kernel applies the umask), unlike mkstemp's 0600.
         temporary = self.path.with_name(f".{self.path.name}.{secrets.token_hex(8)}.tmp")
@@ -155,7 +157,10 @@ class AtomicOutput:
         except OSError as error:
             raise OutputError(f"{self.path}: cannot write: {_reason(error)}") from None
         self._temporary = str(temporary)
-        self.stream = os.fdopen(handle, "w", encoding="utf-8", newline="\n")
+        if self.binary:
+            self.stream = os.fdopen(handle, "wb")
+        else:
+            self.stream = os.fdopen(handle, "w", encoding="utf-8", newline="\n")
         return self.stream
 
     def __exit__(

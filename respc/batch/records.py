@@ -1,30 +1,46 @@
-"""One record in, one record out: JSONL records parsed with a compiled parser, failures kept in place.
+"""One record in, one result out: stored generations parsed with a compiled parser, failures kept in place.
 
-A record that fails to parse never stops a run and is never dropped: it becomes
-`{"id": ..., "error": {"type": ..., "message": ...}, "response": <raw text>}` in its place. Each
-`parse_records` call owns its parser (and, with workers, its own pool), so two runs in one process never
-share one.
+A record that fails to parse never stops a run and is never dropped: its `Result` keeps the id, the
+error and the raw response, and becomes `{"id": ..., "error": {"type": ..., "message": ...},
+"response": <raw text>}` in a JSONL output (or a row with a null message in an Arrow one). Every
+engine (`parse_records` here, `respc.batch.arrow` for Parquet, Ray Data and datasets) goes through
+`RecordParser.result`, so a record gets the same answer whichever engine runs it. Each
+`parse_records` call owns its parser (and, with workers, its own pool), so two runs in one process
+never share one.
 """
 
 from __future__ import annotations
 
+import collections
 import json
 import multiprocessing
 import types
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
-__all__ = ["IMAP_CHUNK", "ParserSource", "RecordParser", "parse_records"]
+__all__ = [
+    "CHUNK",
+    "LAYOUTS",
+    "Columns",
+    "ParserSource",
+    "RecordParser",
+    "Result",
+    "error_line",
+    "ordered_map",
+    "parse_records",
+]
 
-IMAP_CHUNK = 256  # records per task sent to a worker: amortises the inter-process round trip
+LAYOUTS = ("json", "typed")  # of Arrow outputs (respc.batch.arrow): the message as JSON, or also typed
+CHUNK = 256  # records per task sent to a worker: amortises the inter-process round trip
+WINDOW = 4  # tasks in flight per worker: enough to keep workers busy, bounded so memory stays flat
 
 
 @dataclass(frozen=True)
 class ParserSource:
     """The parser a run uses: a shipped preset's name, or a template (compiled on first use, cached).
 
-    It pickles, so worker processes rebuild the same parser from it.
+    It pickles, so worker processes (and Ray actors) rebuild the same parser from it.
     """
 
     preset: str | None = None
@@ -43,6 +59,27 @@ class ParserSource:
             return cls(preset=name)
         return cls(template=module.TEMPLATE, target=module.TRANSFORMERS_TARGET)
 
+    @classmethod
+    def of(
+        cls,
+        *,
+        preset: str | None = None,
+        template: Any = None,
+        model: Any = None,
+        target: str | None = None,
+    ) -> ParserSource:
+        """The source for exactly one of a preset name, a template, or a model directory (its own
+        `response_template`, else the preset `respc.detect` finds for it)."""
+        if sum(x is not None for x in (preset, template, model)) != 1:
+            raise ValueError("give exactly one of preset=, template= and model=")
+        if model is not None:
+            from respc.model import model_template
+
+            template, module = model_template(model)
+            if module is not None:
+                return cls(preset=module.__name__.rpartition(".")[2], target=target)
+        return cls(preset=preset, template=template, target=target)
+
     def load(self) -> types.ModuleType:
         """The generated parser module (`respc.PresetNotFound`, `respc.TemplateError` or, without the
         compiler extra, `ImportError` when it cannot be had)."""
@@ -55,56 +92,149 @@ class ParserSource:
         return compile_template(self.template, target=self.target)
 
 
+@dataclass(frozen=True)
+class Columns:
+    """Where a record keeps its parts: the response (required), the prompt (the parser's prefix; a
+    missing or null prompt is ""), the id (copied to the output) and the tools (a JSON list, or a JSON
+    string of one, used for that record instead of the run's tools). None: not read."""
+
+    response: str = "response"
+    prompt: str | None = "prompt"
+    id: str | None = "id"
+    tools: str | None = None
+
+
+class Result(NamedTuple):
+    """One record's outcome: a message, or an error (type, message) with the raw response kept."""
+
+    id: Any
+    message: dict | None
+    error: tuple[str, str] | None = None
+    response: Any = None
+
+    @property
+    def failed(self) -> bool:
+        """The record failed to parse (with `errors="keep"`, also when the message lists parse_errors)."""
+        return self.error is not None or (self.message is not None and "parse_errors" in self.message)
+
+
 class RecordParser:
-    """Parses JSONL records with one parser: `response` as the text, `prompt` as the prefix."""
+    """Parses records with one parser: the response as the text, the prompt as the prefix.
+
+    `errors` is the parser's policy: "strict" (a region that fails to parse fails the record, as in
+    transformers) or "keep" (the message keeps every other field and lists `parse_errors`).
+    """
 
     def __init__(
         self,
         module: types.ModuleType,
         *,
         tools: list | None = None,
-        fields: tuple[str, str, str] = ("response", "prompt", "id"),
+        columns: Columns = Columns(),
+        errors: str = "strict",
     ) -> None:
+        if errors not in ("strict", "keep"):
+            raise ValueError(f"errors must be 'strict' or 'keep', not {errors!r}")
         self.parse = module.parse_response
         self.tools = tools
-        self.response_field, self.prompt_field, self.id_field = fields
+        self.columns = columns
+        self.errors = errors
 
     def line(self, line: str) -> tuple[str, bool]:
         """One JSONL input line -> (output line, failed)."""
+        result = self.line_result(line)
+        return result_line(result), result.failed
+
+    def line_result(self, line: str) -> Result:
+        """One JSONL input line -> its `Result` (invalid JSON or a non-object is a failed record)."""
         line = line.rstrip("\r\n")
         try:
             record = json.loads(line)
         except json.JSONDecodeError as error:
-            return error_line(None, "JSONDecodeError", f"invalid JSON: {error}", line), True
+            return Result(None, None, ("JSONDecodeError", f"invalid JSON: {error}"), line)
         except RecursionError:
-            return error_line(None, "JSONDecodeError", "invalid JSON: nested too deeply", line), True
+            return Result(None, None, ("JSONDecodeError", "invalid JSON: nested too deeply"), line)
         if not isinstance(record, dict):
-            message = f"expected a JSON object, got {type(record).__name__}"
-            return error_line(None, "InvalidRecord", message, line), True
-        return self.record(record)
+            return Result(None, None, ("InvalidRecord", f"expected a JSON object, got {_kind(record)}"), line)
+        return self.result(record)
 
-    def record(self, record: dict) -> tuple[str, bool]:
+    def record(self, record: Mapping) -> tuple[str, bool]:
         """One decoded record -> (output line, failed)."""
-        record_id = record.get(self.id_field)
-        response, prompt = record.get(self.response_field), record.get(self.prompt_field)
+        result = self.result(record)
+        return result_line(result), result.failed
+
+    def result(self, record: Mapping) -> Result:
+        """One decoded record (a mapping of column names to values) -> its `Result`."""
+        columns = self.columns
+        record_id = record.get(columns.id) if columns.id is not None else None
+        response = record.get(columns.response)
+        prompt = record.get(columns.prompt) if columns.prompt is not None else None
         if not isinstance(response, str):
-            found = "missing" if self.response_field not in record else f"a {type(response).__name__}"
-            message = f"field {self.response_field!r} must be a string, got {found}"
-            return error_line(record_id, "InvalidRecord", message, response), True
+            found = "missing" if columns.response not in record else f"a {_kind(response)}"
+            message = f"field {columns.response!r} must be a string, got {found}"
+            return Result(record_id, None, ("InvalidRecord", message), response)
         if prompt is not None and not isinstance(prompt, str):
-            message = f"field {self.prompt_field!r} must be a string or null, got {type(prompt).__name__}"
-            return error_line(record_id, "InvalidRecord", message, response), True
+            message = f"field {columns.prompt!r} must be a string or null, got {_kind(prompt)}"
+            return Result(record_id, None, ("InvalidRecord", message), response)
+        tools = self.tools
+        if columns.tools is not None and record.get(columns.tools) is not None:
+            tools, problem = _record_tools(record[columns.tools], columns.tools)
+            if problem is not None:
+                return Result(record_id, None, ("InvalidRecord", problem), response)
         try:
-            message = self.parse(response, prefix=prompt or "", tools=self.tools)
+            message = self.parse(response, prefix=prompt or "", tools=tools, errors=self.errors)
         except Exception as error:  # any failure of one record is reported in its place
-            return error_line(record_id, type(error).__name__, str(error), response), True
-        return json.dumps({"id": record_id, "message": message}, ensure_ascii=False), False
+            return Result(record_id, None, (type(error).__name__, str(error)), response)
+        return Result(record_id, message)
+
+
+def _kind(value: Any) -> str:
+    return type(value).__name__
+
+
+def _record_tools(value: Any, column: str) -> tuple[list | None, str | None]:
+    """A record's own tools: a list, or a JSON string holding one."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except (json.JSONDecodeError, RecursionError) as error:
+            return None, f"field {column!r} is not valid JSON: {error}"
+    if not isinstance(value, list):
+        return None, f"field {column!r} must be a list of tools (or a JSON string of one), got {_kind(value)}"
+    return value, None
+
+
+def result_line(result: Result) -> str:
+    """The JSONL output line of a result: `{"id", "message"}`, or `{"id", "error", "response"}`."""
+    if result.error is None:
+        return json.dumps({"id": result.id, "message": result.message}, ensure_ascii=False, default=str)
+    return error_line(result.id, *result.error, result.response)
 
 
 def error_line(record_id: Any, kind: str, message: str, response: Any) -> str:
     """The output line of a record that failed: its id, the error and the raw response."""
     error = {"id": record_id, "error": {"type": kind, "message": message}, "response": response}
-    return json.dumps(error, ensure_ascii=False)
+    return json.dumps(error, ensure_ascii=False, default=str)
+
+
+def ordered_map(
+    function: Callable[[Any], Any],
+    items: Iterable[Any],
+    *,
+    workers: int,
+    initializer: Callable[..., None] | None = None,
+    initargs: tuple = (),
+) -> Iterator[Any]:
+    """`map(function, items)` in `workers` processes, in order, with a bounded number of items in
+    flight (`Pool.imap` would read its whole input ahead, so memory would grow with the input)."""
+    with multiprocessing.Pool(workers, initializer, initargs) as pool:
+        pending: collections.deque = collections.deque()
+        for item in items:
+            pending.append(pool.apply_async(function, (item,)))
+            if len(pending) >= workers * WINDOW:
+                yield pending.popleft().get()
+        while pending:
+            yield pending.popleft().get()
 
 
 # A worker process's RecordParser: set by the pool's initializer, in that process only (each pool's
@@ -112,12 +242,23 @@ def error_line(record_id: Any, kind: str, message: str, response: Any) -> str:
 _WORKER: list[RecordParser] = []
 
 
-def _start_worker(source: ParserSource, tools: list | None, fields: tuple[str, str, str]) -> None:
-    _WORKER[:] = [RecordParser(source.load(), tools=tools, fields=fields)]
+def _start_worker(source: ParserSource, tools: list | None, columns: Columns, errors: str) -> None:
+    _WORKER[:] = [RecordParser(source.load(), tools=tools, columns=columns, errors=errors)]
 
 
-def _worker_line(line: str) -> tuple[str, bool]:
-    return _WORKER[0].line(line)
+def _worker_lines(lines: list[str]) -> list[tuple[str, bool]]:
+    return [_WORKER[0].line(line) for line in lines]
+
+
+def _chunks(items: Iterable[Any], size: int) -> Iterator[list]:
+    chunk: list = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
 
 def parse_records(
@@ -127,16 +268,30 @@ def parse_records(
     tools: list | None = None,
     fields: tuple[str, str, str] = ("response", "prompt", "id"),
     workers: int = 1,
+    columns: Columns | None = None,
+    errors: str = "strict",
 ) -> Iterator[tuple[str, bool]]:
     """Output lines for JSONL input lines, in input order: (line, failed) for each non-blank line.
 
-    The parser is loaded before the first record is read, so a bad source fails on the first `next()`
-    (with workers, before any worker starts; forked workers then find the template in respc's cache).
+    `fields` names the response, prompt and id keys (or pass `columns`, which also names a per-record
+    tools key). The parser is loaded before the first record is read, so a bad source fails on the
+    first `next()` (with workers, before any worker starts; forked workers then find the template in
+    respc's cache). Memory stays flat however long the input: at most a few chunks are in flight.
     """
+    if columns is None:
+        columns = Columns(*fields)
     module = source.load()
     lines = (line for line in lines if line.strip())
     if workers <= 1:
-        yield from map(RecordParser(module, tools=tools, fields=fields).line, lines)
+        parser = RecordParser(module, tools=tools, columns=columns, errors=errors)
+        yield from map(parser.line, lines)
         return
-    with multiprocessing.Pool(workers, _start_worker, (source, tools, fields)) as pool:
-        yield from pool.imap(_worker_line, lines, chunksize=IMAP_CHUNK)
+    batches = ordered_map(
+        _worker_lines,
+        _chunks(lines, CHUNK),
+        workers=workers,
+        initializer=_start_worker,
+        initargs=(source, tools, columns, errors),
+    )
+    for batch in batches:
+        yield from batch

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from respc._io import AtomicOutput, open_text, read_json, read_lines
-from respc.batch import ParserSource, parse_records
-from respc.batch.records import error_line
+from respc.batch.files import FORMATS, count_records, input_of, output_of
+from respc.batch.records import LAYOUTS, Columns, ParserSource, error_line
 from respc.cli.compile import SOURCE_HELP, add_target
 from respc.cli.errors import UsageError, template_errors
 from respc.cli.progress import Progress
@@ -31,14 +31,15 @@ def register(commands: Any) -> None:
     command = commands.add_parser(
         "parse",
         help="parse model output with a preset or template",
-        description="Parse model output into messages: one response (text) or many (JSONL).",
+        description="Parse model output into messages: one response (text), or many records (JSONL or "
+        "Parquet; a file or a directory of shards), on this machine or on a Ray cluster.",
     )
     command.add_argument(
         "input",
         nargs="?",
         default="-",
         metavar="INPUT",
-        help="a response text file or a .jsonl file (default: stdin)",
+        help="a response text file, a .jsonl or .parquet file, or a directory of shards (default: stdin)",
     )
     source = command.add_mutually_exclusive_group(required=True)
     source.add_argument("--preset", metavar="NAME", help="a shipped preset (see `respc presets`)")
@@ -46,17 +47,45 @@ def register(commands: Any) -> None:
     source.add_argument(
         "--model",
         metavar="DIR",
-        help="a model dir: its tokenizer_config.json, else the preset for its config.json",
+        help="a model dir: its tokenizer_config.json, else the preset detected for it",
     )
-    command.add_argument("--jsonl", action="store_true", help="INPUT is JSONL (implied by a .jsonl name)")
-    command.add_argument("--response-field", default="response", metavar="NAME", help="default: response")
     command.add_argument(
-        "--prompt-field", default="prompt", metavar="NAME", help="used as prefix; default: prompt"
+        "--format", choices=("text", *FORMATS), help="INPUT's format (default: from its name; stdin: text)"
     )
-    command.add_argument("--id-field", default="id", metavar="NAME", help="default: id")
+    command.add_argument("--jsonl", action="store_true", help="same as --format jsonl")
+    command.add_argument("--response-field", metavar="NAME", help="default: response")
+    command.add_argument(
+        "--prompt-field", metavar="NAME", help="used as prefix; default: prompt (if present)"
+    )
+    command.add_argument("--id-field", metavar="NAME", help="default: id (if present)")
+    command.add_argument(
+        "--tools-field", metavar="NAME", help="a record's own tools (a list or a JSON string of one)"
+    )
     command.add_argument("--tools", metavar="FILE", help="JSON list of tools, to type tool-call arguments")
-    command.add_argument("--workers", type=int, default=1, metavar="N", help="worker processes (default: 1)")
-    command.add_argument("-o", "--output", metavar="OUT", help="write here, atomically (default: stdout)")
+    command.add_argument(
+        "--lenient", action="store_true", help='errors="keep": keep what parsed, list parse_errors'
+    )
+    command.add_argument("-o", "--output", metavar="OUT", help="a file, or DIR/ for shards (default: stdout)")
+    command.add_argument(
+        "--output-format", choices=FORMATS, help="OUT's format (default: from its name, else jsonl)"
+    )
+    command.add_argument(
+        "--layout",
+        choices=LAYOUTS,
+        default="json",
+        help="Parquet output: the message as JSON (json), or also typed columns (typed)",
+    )
+    command.add_argument(
+        "--shard-rows", type=int, default=1_000_000, metavar="N", help="records per output shard"
+    )
+    command.add_argument("--engine", choices=("local", "ray"), default="local", help="default: local")
+    command.add_argument("--workers", type=int, default=1, metavar="N", help="local worker processes")
+    command.add_argument(
+        "--address", metavar="HOST:PORT", help="Ray: a running cluster (default: start a local one)"
+    )
+    command.add_argument(
+        "--concurrency", type=int, metavar="N", help="Ray: parser actors (default: the cluster's CPUs)"
+    )
     add_target(command)
     command.set_defaults(run=run)
 
@@ -65,16 +94,67 @@ def run(args: argparse.Namespace) -> int:
     """0 when every record parsed, 1 when some failed; usage and input errors raise (exit 2)."""
     if args.workers < 1:
         raise UsageError(f"--workers must be at least 1, got {args.workers}")
+    if args.concurrency is not None and args.concurrency < 1:
+        raise UsageError(f"--concurrency must be at least 1, got {args.concurrency}")
+    if args.engine != "ray" and (args.address is not None or args.concurrency is not None):
+        raise UsageError("--address and --concurrency need --engine ray")
     source, name = _source(args)
     tools = _tools(args.tools)
     module = _load(source, name)  # a bad preset or template is found before any record is read
-    jsonl = args.jsonl or args.input.endswith(".jsonl")
-    with _input(args.input) as stream, _output(args.output) as out:
-        if jsonl:
-            failed = _parse_jsonl(args, stream, out, source, tools)
-        else:
-            failed = _parse_one(stream, out, module, tools)
-    return 1 if failed else 0
+    form = _input_format(args)
+    if form == "text":
+        if args.engine != "local":
+            raise UsageError("a single response (text input) is parsed locally; --engine ray needs records")
+        with _input(args.input) as stream, _output(args.output) as out:
+            failed = _parse_one(stream, out, module, tools, "keep" if args.lenient else "strict")
+        return 1 if failed else 0
+    return _parse_records(args, source, tools, form)
+
+
+def _input_format(args: argparse.Namespace) -> str:
+    if args.jsonl:
+        if args.format not in (None, "jsonl"):
+            raise UsageError(f"--jsonl contradicts --format {args.format}")
+        return "jsonl"
+    if args.format is not None:
+        return args.format
+    path = Path(args.input)
+    if args.input != "-" and (path.is_dir() or path.suffix in (".jsonl", ".parquet")):
+        return input_of(args.input).format
+    return "text"
+
+
+def _parse_records(args: argparse.Namespace, source: ParserSource, tools: list | None, form: str) -> int:
+    from respc.batch.local import Job, run_local
+
+    named = {
+        "response": args.response_field,
+        "prompt": args.prompt_field,
+        "id": args.id_field,
+        "tools": args.tools_field,
+    }
+    defaults = Columns()
+    columns = Columns(**{key: value or getattr(defaults, key) for key, value in named.items()})
+    job = Job(
+        source=source,
+        input=input_of(args.input, form),
+        output=output_of(args.output, args.output_format, args.shard_rows),
+        columns=columns,
+        required=frozenset(value for value in named.values() if value is not None),
+        tools=tools,
+        layout=args.layout,
+        errors="keep" if args.lenient else "strict",
+    )
+    progress = Progress(count_records(job.input))
+    if args.engine == "ray":
+        from respc.batch.ray import run_ray
+
+        summary = run_ray(job, address=args.address, concurrency=args.concurrency, progress=progress.advance)
+    else:
+        summary = run_local(job, workers=args.workers, progress=progress.advance)
+    progress.end()
+    print(f"respc: {summary.records} records, {summary.failed} failed", file=sys.stderr)
+    return 1 if summary.failed else 0
 
 
 def _source(args: argparse.Namespace) -> tuple[ParserSource, str]:
@@ -128,36 +208,13 @@ def _output(name: str | None) -> Iterator[IO[str]]:
         yield stream
 
 
-def _count_lines(name: str) -> int | None:
-    if name == "-" or not Path(name).is_file():
-        return None
-    with open(name, "rb") as stream:
-        return sum(1 for line in stream if line.strip())
-
-
-def _parse_one(stream: IO[str], out: IO[str], module: Any, tools: list | None) -> int:
+def _parse_one(stream: IO[str], out: IO[str], module: Any, tools: list | None, errors: str) -> int:
     text = "".join(read_lines(stream, getattr(stream, "name", "<stdin>")))
     try:
-        message = module.parse_response(text, prefix="", tools=tools)
+        message = module.parse_response(text, prefix="", tools=tools, errors=errors)
     except Exception as error:
         out.write(error_line(None, type(error).__name__, str(error), text) + "\n")
         print(f"respc: the response failed to parse: {type(error).__name__}", file=sys.stderr)
         return 1
     out.write(json.dumps(message, ensure_ascii=False, indent=2) + "\n")
-    return 0
-
-
-def _parse_jsonl(
-    args: argparse.Namespace, stream: IO[str], out: IO[str], source: ParserSource, tools: list | None
-) -> int:
-    progress = Progress(_count_lines(args.input))
-    fields = (args.response_field, args.prompt_field, args.id_field)
-    lines = read_lines(stream, args.input if args.input != "-" else "<stdin>")
-    failed = 0
-    for line, bad in parse_records(lines, source, tools=tools, fields=fields, workers=args.workers):
-        out.write(line + "\n")
-        failed += bad
-        progress.step()
-    progress.end()
-    print(f"respc: {progress.done} records, {failed} failed", file=sys.stderr)
-    return failed
+    return 1 if "parse_errors" in message else 0

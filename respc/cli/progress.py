@@ -32,13 +32,18 @@ class Progress:
 
     def step(self, label: str = "") -> None:
         """One item done (`label` names what comes next, shown beside the bar)."""
-        self.done += 1
+        self.advance(1, label)
+
+    def advance(self, count: int, label: str = "") -> None:
+        """`count` more items done."""
+        before = self.done
+        self.done += count
         if self.bar:
             now = time.monotonic()
             if now - self.shown >= 0.1 or self.done == self.total:
                 self.shown = now
                 self._draw(now, label)
-        elif self.every and self.done % self.every == 0:
+        elif self.every and self.done // self.every > before // self.every:
             print(f"respc: {self.done} {self.unit}", file=self.stream, flush=True)
 
     def _draw(self, now: float, label: str) -> None:

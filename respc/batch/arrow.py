@@ -1,0 +1,170 @@
+"""Arrow in, Arrow out: the one output schema every engine writes (local, Ray Data, datasets).
+
+Columns, in order:
+
+- `id`: the input's id column, with its type (null when the input has none; from JSONL, the type
+  Arrow gives the decoded ids);
+- `message`: the parsed message as a JSON string, null when the record failed;
+- `error`: struct `{type, message}`, null on success;
+- `response`: the raw response of a failed record (null on success), so nothing is lost;
+- with `layout="typed"` also `reasoning_content`, `content` (strings; a non-string value as JSON) and
+  `tool_calls` (list of `{id, name, arguments}`, arguments as a JSON string), read from the message's
+  OpenAI shape; anything else stays in `message` only.
+
+Every batch of a run has the same schema (a batch where all errors are null still types `error` as
+the struct), so shards written by different workers read back as one table.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import pyarrow as pa
+
+from respc.batch.records import LAYOUTS, Columns, RecordParser, Result
+
+__all__ = [
+    "ERROR_TYPE",
+    "LAYOUTS",
+    "TOOL_CALL_TYPE",
+    "TableParser",
+    "output_schema",
+    "results_table",
+    "table_lines",
+]
+
+ERROR_TYPE = pa.struct([("type", pa.string()), ("message", pa.string())])
+TOOL_CALL_TYPE = pa.struct([("id", pa.string()), ("name", pa.string()), ("arguments", pa.string())])
+_TYPED = [
+    ("reasoning_content", pa.string()),
+    ("content", pa.string()),
+    ("tool_calls", pa.list_(TOOL_CALL_TYPE)),
+]
+
+
+def output_schema(id_type: pa.DataType | None = None, layout: str = "json") -> pa.Schema:
+    """The output schema for ids of `id_type` (None: no ids, the null type) in `layout`."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, not {layout!r}")
+    fields = [
+        ("id", id_type or pa.null()),
+        ("message", pa.string()),
+        ("error", ERROR_TYPE),
+        ("response", pa.string()),
+    ]
+    return pa.schema(fields + (_TYPED if layout == "typed" else []))
+
+
+class TableParser:
+    """Parses Arrow tables of records into tables of the output schema; never raises for a bad record.
+
+    `parse_table` reads the `Columns` of an Arrow table; `parse_lines` reads JSONL lines (each a record,
+    as `respc parse` reads them). Both go through `RecordParser.result`, like every other engine.
+    """
+
+    def __init__(self, records: RecordParser, *, layout: str = "json") -> None:
+        output_schema(layout=layout)  # checks the layout
+        self.records = records
+        self.columns: Columns = records.columns
+        self.layout = layout
+
+    def parse_table(self, table: pa.Table | pa.RecordBatch) -> pa.Table:
+        """One Arrow batch of records -> the output table (ids keep their column's type)."""
+        columns = self.columns
+        names = set(table.schema.names)
+        if columns.response not in names:
+            raise KeyError(f"no column {columns.response!r} (the responses); columns: {sorted(names)}")
+        read = [c for c in (columns.response, columns.prompt, columns.id, columns.tools) if c in names]
+        values = {name: table.column(name).to_pylist() for name in dict.fromkeys(read)}
+        results = [self.records.result(dict(zip(values, row))) for row in zip(*values.values())]
+        ids = table.column(columns.id) if columns.id in names else pa.nulls(table.num_rows)
+        return results_table(results, ids, self.layout)
+
+    def parse_lines(self, lines: Iterable[str]) -> pa.Table:
+        """JSONL lines (blank ones skipped) -> the output table; ids get the type Arrow infers for them."""
+        results = [self.records.line_result(line) for line in lines if line.strip()]
+        try:
+            ids = pa.array([result.id for result in results])
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as error:
+            raise TypeError(
+                f"column {self.columns.id!r}: the ids cannot share one Arrow type: {error}"
+            ) from None
+        return results_table(results, ids, self.layout)
+
+
+def results_table(results: list[Result], ids: pa.Array | pa.ChunkedArray, layout: str = "json") -> pa.Table:
+    """The output table of `results` (ids given as an Arrow array, one per result)."""
+    messages = [
+        None if r.message is None else json.dumps(r.message, ensure_ascii=False, default=str) for r in results
+    ]
+    errors = [None if r.error is None else {"type": r.error[0], "message": r.error[1]} for r in results]
+    responses = [None if r.error is None else _text(r.response) for r in results]
+    schema = output_schema(ids.type, layout)
+    arrays = [
+        ids,
+        pa.array(messages, pa.string()),
+        pa.array(errors, ERROR_TYPE),
+        pa.array(responses, pa.string()),
+    ]
+    if layout == "typed":
+        typed = [_typed(r.message) for r in results]
+        arrays += [
+            pa.array([t[i] for t in typed], schema.field(name).type) for i, (name, _) in enumerate(_TYPED)
+        ]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _text(value: Any) -> str | None:
+    """A failed record's raw response as text (a response of the wrong type, as JSON)."""
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _json_text(value: Any) -> str | None:
+    return (
+        value
+        if value is None or isinstance(value, str)
+        else json.dumps(value, ensure_ascii=False, default=str)
+    )
+
+
+def _typed(message: dict | None) -> tuple[str | None, str | None, list | None]:
+    """The typed columns of a message: its reasoning, content and OpenAI-shaped tool calls."""
+    if message is None:
+        return None, None, None
+    calls = message.get("tool_calls")
+    typed_calls = None
+    if isinstance(calls, list) and all(isinstance(c, dict) for c in calls):
+        typed_calls = []
+        for call in calls:
+            function = call.get("function", call)
+            if not isinstance(function, dict):
+                typed_calls = None
+                break
+            typed_calls.append(
+                {
+                    "id": _json_text(call.get("id")),
+                    "name": _json_text(function.get("name")),
+                    "arguments": _json_text(function.get("arguments")),
+                }
+            )
+    return _json_text(message.get("reasoning_content")), _json_text(message.get("content")), typed_calls
+
+
+def table_lines(table: pa.Table) -> Iterable[str]:
+    """The JSONL output lines of an output table, byte for byte what `respc parse` writes for the
+    same records read from JSONL (the message JSON is spliced in, not re-encoded)."""
+    ids = table.column("id").to_pylist()
+    messages = table.column("message").to_pylist()
+    errors = table.column("error").to_pylist()
+    responses = table.column("response").to_pylist()
+    for record_id, message, error, response in zip(ids, messages, errors, responses):
+        shown_id = json.dumps(record_id, ensure_ascii=False, default=str)
+        if error is None:
+            yield f'{{"id": {shown_id}, "message": {message}}}'
+        else:
+            failure = {"id": record_id, "error": error, "response": response}
+            yield json.dumps(failure, ensure_ascii=False, default=str)

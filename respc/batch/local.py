@@ -1,0 +1,136 @@
+"""The local engine of `respc parse`: one process, or a pool of worker processes, on one machine.
+
+Chunks of records flow reader -> parser (in order, at most a few chunks per worker in flight) ->
+sink, so memory stays flat however large the input. JSONL to JSONL goes line by line through
+`RecordParser` (the output keeps every id exactly as written); anything involving Parquet goes
+through `TableParser` and the Arrow output schema.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from respc._io import InputError
+from respc.batch.files import Chunk, Input, Output, check_parquet, open_sink, read_chunks, require_pyarrow
+from respc.batch.records import Columns, ParserSource, RecordParser, ordered_map
+
+__all__ = ["CHUNK_ROWS", "Job", "Summary", "count_failed", "failed_mask", "run_local"]
+
+CHUNK_ROWS = 2048  # records per chunk: large enough to amortise a task, small enough to stay flat
+
+
+@dataclass(frozen=True)
+class Job:
+    """One run of `respc parse` over stored records, whatever the engine."""
+
+    source: ParserSource
+    input: Input
+    output: Output
+    columns: Columns = field(default_factory=Columns)
+    required: frozenset[str] = frozenset()  # columns that must exist (named on the command line)
+    tools: list | None = None
+    layout: str = "json"
+    errors: str = "strict"
+
+    @property
+    def lines_only(self) -> bool:
+        """JSONL in and out: records go line to line, never through Arrow."""
+        return self.input.format == "jsonl" and self.output.format == "jsonl"
+
+    def check(self) -> None:
+        """Everything that can be checked before reading a record: the parser loads, Parquet schemas."""
+        self.source.load()
+        if not self.lines_only:
+            require_pyarrow()
+        if self.input.format == "parquet":
+            check_parquet(self.input, self.columns, set(self.required) | {self.columns.response})
+
+    def read_columns(self) -> list[str]:
+        c = self.columns
+        return [name for name in (c.response, c.prompt, c.id, c.tools) if name is not None]
+
+
+@dataclass(frozen=True)
+class Summary:
+    records: int
+    failed: int
+
+
+def run_local(job: Job, *, workers: int = 1, progress: Callable[[int], None] | None = None) -> Summary:
+    """Run `job` in this process (`workers` 1) or a pool; returns how many records, how many failed."""
+    job.check()
+    chunks = read_chunks(job.input, CHUNK_ROWS, job.read_columns())
+    if workers <= 1:
+        _init_worker(job)
+        done: Iterator = map(_parse_chunk, chunks)
+    else:
+        done = ordered_map(_parse_chunk, chunks, workers=workers, initializer=_init_worker, initargs=(job,))
+    records = failed = 0
+    with open_sink(job.output) as sink:
+        for where, kind, payload, count, bad in done:
+            try:
+                if kind == "lines":
+                    sink.write_lines(payload)
+                else:
+                    sink.write_table(payload)
+            except InputError as error:
+                raise InputError(f"{where}: {error}") from None
+            records += count
+            failed += bad
+            if progress:
+                progress(count)
+    return Summary(records, failed)
+
+
+# The parser of this process (a pool worker's own): set by `_init_worker`.
+_STATE: dict[str, Any] = {}
+
+
+def _init_worker(job: Job) -> None:
+    records = RecordParser(job.source.load(), tools=job.tools, columns=job.columns, errors=job.errors)
+    _STATE.update(job=job, records=records)
+    if not job.lines_only:
+        from respc.batch.arrow import TableParser
+
+        _STATE["tables"] = TableParser(records, layout=job.layout)
+
+
+def _parse_chunk(chunk: Chunk) -> tuple[str, str, Any, int, int]:
+    """(where, "lines" or "table", output, records, failed) for one chunk of input."""
+    job: Job = _STATE["job"]
+    where = chunk.where()
+    if job.lines_only:
+        lines, failed = [], 0
+        for line in chunk.lines:
+            text, bad = _STATE["records"].line(line)
+            lines.append(text)
+            failed += bad
+        return where, "lines", lines, len(lines), failed
+    try:
+        if chunk.table is None:
+            table = _STATE["tables"].parse_lines(chunk.lines)
+        else:
+            table = _STATE["tables"].parse_table(chunk.table)
+    except (TypeError, KeyError) as error:
+        raise InputError(f"{where}: {error}") from None
+    return where, "table", table, table.num_rows, count_failed(table, job.errors)
+
+
+def failed_mask(table: Any, errors: str = "strict") -> list[bool]:
+    """Which records of an output table failed: an error, or (with `errors="keep"`) parse_errors listed."""
+    failed = [error is not None for error in table.column("error").to_pylist()]
+    if errors == "keep":
+        for row, message in enumerate(table.column("message").to_pylist()):
+            if message is not None and '"parse_errors"' in message and "parse_errors" in json.loads(message):
+                failed[row] = True
+    return failed
+
+
+def count_failed(table: Any, errors: str = "strict") -> int:
+    """How many records of an output table failed (see `failed_mask`)."""
+    if errors == "strict":
+        return table.num_rows - table.column("error").null_count
+    return sum(failed_mask(table, errors))

@@ -157,6 +157,25 @@ class State:
         return tuple(ordered)
 
     @property
+    def stems(self) -> tuple[str, ...]:
+        """Texts a match of a watched delimiter can start with at any position: a single literal, and the
+        literal prefix a regex (or the part after its lead run) starts with, when its pattern is written
+        as that literal first and looks nowhere else. Held text that is a proper prefix of a stem is a
+        partial match at its start, so a chunk that keeps it one cannot commit or route anything (the
+        runtime's held-prefix path). Not a literal list: a shorter member found complete in the held
+        text wins over the partial of a longer one (`scan_literals`), and that is not a hold."""
+        found: list[str] = []
+        for d in self.watches:
+            if d.anchor.literals is not None:
+                if len(d.literals) == 1:
+                    found += d.literals
+            elif d.prefix and not _LOOKS_BACK.search(d.anchor.pattern):
+                searched = d.rest or d.anchor.pattern
+                if searched.startswith(regex.escape(d.prefix)):
+                    found.append(d.prefix)
+        return tuple(sorted(set(found), key=lambda stem: (-len(stem), stem)))
+
+    @property
     def table_literals(self) -> tuple[str, ...]:
         return tuple(literal for literal, _, _ in self.literal_table or ())
 

@@ -209,12 +209,26 @@ class ResponseParser(CompiledParser):
     TEMPLATE = TEMPLATE
     IMPLICIT = None
     STATES: ClassVar[dict] = {
-        None: State(scan=_scan_outside, end_scan=_end_outside, start_char="<"),
+        None: State(
+            scan=_scan_outside,
+            end_scan=_end_outside,
+            start_char="<",
+            stems=("<|START_RESPONSE|>", "<|START_THINKING|>", "<|START_ACTION|>"),
+        ),
         "content": State(scan=_scan_content, end_scan=_end_content, start_char="<"),
         "reasoning_content": State(
-            scan=_scan_reasoning_content, end_scan=_end_reasoning_content, start_char="<"
+            scan=_scan_reasoning_content,
+            end_scan=_end_reasoning_content,
+            start_char="<",
+            stems=("<|END_THINKING|>",),
         ),
-        "tool_calls": State(scan=_scan_tool_calls, end_scan=_end_tool_calls, start_char="<", dirty=True),
+        "tool_calls": State(
+            scan=_scan_tool_calls,
+            end_scan=_end_tool_calls,
+            start_char="<",
+            stems=("<|END_ACTION|>",),
+            dirty=True,
+        ),
     }
     FIELDS: ClassVar[dict] = {
         "content": Field(value=_value_content),

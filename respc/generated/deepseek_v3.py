@@ -176,7 +176,13 @@ class ResponseParser(CompiledParser):
     IMPLICIT = "content"
     STATES: ClassVar[dict] = {
         "content": State(scan=_scan_outside, end_scan=_end_outside, start_char="<", runs=(RUN_WHITESPACE,)),
-        "tool_calls": State(scan=_scan_tool_calls, end_scan=_end_tool_calls, start_char="\n", dirty=True),
+        "tool_calls": State(
+            scan=_scan_tool_calls,
+            end_scan=_end_tool_calls,
+            start_char="\n",
+            stems=("\n```<｜tool▁call▁end｜>",),
+            dirty=True,
+        ),
     }
     FIELDS: ClassVar[dict] = {
         "tool_calls": Field(value=_value_tool_calls, repeats=True),

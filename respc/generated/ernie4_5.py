@@ -213,12 +213,18 @@ class ResponseParser(CompiledParser):
     TEMPLATE = TEMPLATE
     IMPLICIT = None
     STATES: ClassVar[dict] = {
-        None: State(scan=_scan_outside, end_scan=_end_outside),
+        None: State(scan=_scan_outside, end_scan=_end_outside, stems=("<response>\n", "<tool_call>")),
         "reasoning_content": State(
-            scan=_scan_reasoning_content, end_scan=_end_reasoning_content, start_char="<"
+            scan=_scan_reasoning_content, end_scan=_end_reasoning_content, start_char="<", stems=("</think>",)
         ),
         "content": State(scan=_scan_content, end_scan=_end_content, starts=_CONTENT_STARTS),
-        "tool_calls": State(scan=_scan_tool_calls, end_scan=_end_tool_calls, start_char="<", dirty=True),
+        "tool_calls": State(
+            scan=_scan_tool_calls,
+            end_scan=_end_tool_calls,
+            start_char="<",
+            stems=("</tool_call>",),
+            dirty=True,
+        ),
     }
     FIELDS: ClassVar[dict] = {
         "reasoning_content": Field(value=_value_reasoning_content),

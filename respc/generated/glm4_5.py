@@ -234,11 +234,23 @@ class ResponseParser(CompiledParser):
     TEMPLATE = TEMPLATE
     IMPLICIT = "content"
     STATES: ClassVar[dict] = {
-        "content": State(scan=_scan_outside, end_scan=_end_outside, start_char="<", runs=(RUN_WHITESPACE,)),
-        "reasoning_content": State(
-            scan=_scan_reasoning_content, end_scan=_end_reasoning_content, start_char="<"
+        "content": State(
+            scan=_scan_outside,
+            end_scan=_end_outside,
+            start_char="<",
+            runs=(RUN_WHITESPACE,),
+            stems=("<tool_call>", "<think>"),
         ),
-        "tool_calls": State(scan=_scan_tool_calls, end_scan=_end_tool_calls, start_char="<", dirty=True),
+        "reasoning_content": State(
+            scan=_scan_reasoning_content, end_scan=_end_reasoning_content, start_char="<", stems=("</think>",)
+        ),
+        "tool_calls": State(
+            scan=_scan_tool_calls,
+            end_scan=_end_tool_calls,
+            start_char="<",
+            stems=("</tool_call>",),
+            dirty=True,
+        ),
     }
     FIELDS: ClassVar[dict] = {
         "reasoning_content": Field(value=_value_reasoning_content),

@@ -261,9 +261,14 @@ class ResponseParser(CompiledParser):
     TEMPLATE = TEMPLATE
     IMPLICIT = None
     STATES: ClassVar[dict] = {
-        None: State(scan=_scan_outside, end_scan=_end_outside, start_char="<"),
+        None: State(
+            scan=_scan_outside,
+            end_scan=_end_outside,
+            start_char="<",
+            stems=("<|channel|>analysis<|message|>", "<|channel|>final<|message|>"),
+        ),
         "reasoning_content": State(
-            scan=_scan_reasoning_content, end_scan=_end_reasoning_content, start_char="<"
+            scan=_scan_reasoning_content, end_scan=_end_reasoning_content, start_char="<", stems=("<|end|>",)
         ),
         "content": State(scan=_scan_content, end_scan=_end_content, start_char="<"),
         "tool_calls": State(scan=_scan_tool_calls, end_scan=_end_tool_calls, start_char="<", dirty=True),

@@ -161,8 +161,20 @@ class ResponseParser(CompiledParser):
     TEMPLATE = TEMPLATE
     IMPLICIT = "content"
     STATES: ClassVar[dict] = {
-        "content": State(scan=_scan_outside, end_scan=_end_outside, start_char="<", runs=(RUN_WHITESPACE,)),
-        "tool_calls": State(scan=_scan_tool_calls, end_scan=_end_tool_calls, start_char="<", dirty=True),
+        "content": State(
+            scan=_scan_outside,
+            end_scan=_end_outside,
+            start_char="<",
+            runs=(RUN_WHITESPACE,),
+            stems=("<|end_of_text|>", "<tool_call>"),
+        ),
+        "tool_calls": State(
+            scan=_scan_tool_calls,
+            end_scan=_end_tool_calls,
+            start_char="<",
+            stems=("</tool_call>",),
+            dirty=True,
+        ),
     }
     FIELDS: ClassVar[dict] = {
         "tool_calls": Field(value=_value_tool_calls, repeats=True),

@@ -208,12 +208,22 @@ class ResponseParser(CompiledParser):
     IMPLICIT = "content"
     STATES: ClassVar[dict] = {
         "content": State(
-            scan=_scan_outside, end_scan=_end_outside, starts=_OUTSIDE_STARTS, runs=(RUN_WHITESPACE,)
+            scan=_scan_outside,
+            end_scan=_end_outside,
+            starts=_OUTSIDE_STARTS,
+            runs=(RUN_WHITESPACE,),
+            stems=("<tool_calls>", "<think>"),
         ),
         "reasoning_content": State(
-            scan=_scan_reasoning_content, end_scan=_end_reasoning_content, start_char="<"
+            scan=_scan_reasoning_content, end_scan=_end_reasoning_content, start_char="<", stems=("</think>",)
         ),
-        "tool_calls": State(scan=_scan_tool_calls, end_scan=_end_tool_calls, start_char="<", dirty=True),
+        "tool_calls": State(
+            scan=_scan_tool_calls,
+            end_scan=_end_tool_calls,
+            start_char="<",
+            stems=("</tool_calls>",),
+            dirty=True,
+        ),
     }
     FIELDS: ClassVar[dict] = {
         "reasoning_content": Field(value=_value_reasoning_content),

@@ -238,10 +238,21 @@ class ResponseParser(CompiledParser):
     STATES: ClassVar[dict] = {
         None: State(scan=_scan_outside, end_scan=_end_outside),
         "reasoning_content": State(
-            scan=_scan_reasoning_content, end_scan=_end_reasoning_content, start_char="<"
+            scan=_scan_reasoning_content,
+            end_scan=_end_reasoning_content,
+            start_char="<",
+            stems=("<|end_message|>",),
         ),
-        "content": State(scan=_scan_content, end_scan=_end_content, start_char="<"),
-        "tool_calls": State(scan=_scan_tool_calls, end_scan=_end_tool_calls, start_char="<", dirty=True),
+        "content": State(
+            scan=_scan_content, end_scan=_end_content, start_char="<", stems=("<|end_message|>",)
+        ),
+        "tool_calls": State(
+            scan=_scan_tool_calls,
+            end_scan=_end_tool_calls,
+            start_char="<",
+            stems=("<|end_message|>",),
+            dirty=True,
+        ),
     }
     FIELDS: ClassVar[dict] = {
         "reasoning_content": Field(value=_value_reasoning_content, join="", repeats=True),

@@ -171,8 +171,20 @@ class ResponseParser(CompiledParser):
     TEMPLATE = TEMPLATE
     IMPLICIT = "content"
     STATES: ClassVar[dict] = {
-        "content": State(scan=_scan_outside, end_scan=_end_outside, start_char="<", runs=(RUN_WHITESPACE,)),
-        "tool_calls": State(scan=_scan_tool_calls, end_scan=_end_tool_calls, start_char="<", dirty=True),
+        "content": State(
+            scan=_scan_outside,
+            end_scan=_end_outside,
+            start_char="<",
+            runs=(RUN_WHITESPACE,),
+            stems=("<|action_start|><|plugin|>", "<|im_end|>"),
+        ),
+        "tool_calls": State(
+            scan=_scan_tool_calls,
+            end_scan=_end_tool_calls,
+            start_char="<",
+            stems=("<|action_end|>",),
+            dirty=True,
+        ),
     }
     FIELDS: ClassVar[dict] = {
         "tool_calls": Field(value=_value_tool_calls, repeats=True),

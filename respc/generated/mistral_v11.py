@@ -231,7 +231,9 @@ class ResponseParser(CompiledParser):
     TEMPLATE = TEMPLATE
     IMPLICIT = "content"
     STATES: ClassVar[dict] = {
-        "content": State(scan=_scan_outside, end_scan=_end_outside, starts=_OUTSIDE_STARTS),
+        "content": State(
+            scan=_scan_outside, end_scan=_end_outside, starts=_OUTSIDE_STARTS, stems=("[TOOL_CALLS]", "</s>")
+        ),
         "reasoning_content": State(
             scan=_scan_reasoning_content, end_scan=_end_reasoning_content, starts=_REASONING_CONTENT_STARTS
         ),

@@ -141,8 +141,12 @@ class ResponseParser(CompiledParser):
     TEMPLATE = TEMPLATE
     IMPLICIT = "content"
     STATES: ClassVar[dict] = {
-        "content": State(scan=_scan_outside, end_scan=_end_outside, starts=_OUTSIDE_STARTS),
-        "tool_calls": State(scan=_scan_tool_calls, end_scan=_end_tool_calls, start_char="<", dirty=True),
+        "content": State(
+            scan=_scan_outside, end_scan=_end_outside, starts=_OUTSIDE_STARTS, stems=("[TOOL_CALLS]", "</s>")
+        ),
+        "tool_calls": State(
+            scan=_scan_tool_calls, end_scan=_end_tool_calls, start_char="<", stems=("</s>",), dirty=True
+        ),
     }
     FIELDS: ClassVar[dict] = {
         "tool_calls": Field(value=_value_tool_calls),

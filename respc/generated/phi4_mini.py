@@ -177,7 +177,11 @@ class ResponseParser(CompiledParser):
     IMPLICIT = "content"
     STATES: ClassVar[dict] = {
         "content": State(
-            scan=_scan_outside, end_scan=_end_outside, starts=_OUTSIDE_STARTS, runs=(RUN_WHITESPACE,)
+            scan=_scan_outside,
+            end_scan=_end_outside,
+            starts=_OUTSIDE_STARTS,
+            runs=(RUN_WHITESPACE,),
+            stems=("functools",),
         ),
         "tool_calls": State(scan=_scan_tool_calls, end_scan=_end_tool_calls, start_char="<", dirty=True),
     }

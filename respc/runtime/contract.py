@@ -31,10 +31,12 @@ class State:
     `starts` is a pattern matching each character a watched delimiter can start with, when that is known.
     A chunk holding none of them cannot complete a delimiter, so it is routed without scanning. `runs`
     are the characters of the trailing runs that `\\s*<x>`-style delimiters hold back; `dirty` is the
-    flag of the chunks routed in this state.
+    flag of the chunks routed in this state. `stems` are texts a watched delimiter's match can start
+    with anywhere (its literals, a regex's literal prefix): held text that stays a proper prefix of one
+    is a partial match, so the chunk that extends it is only added to the buffer.
     """
 
-    __slots__ = ("dirty", "end_scan", "entered", "runs", "scan", "start_char", "starts")
+    __slots__ = ("dirty", "end_scan", "entered", "runs", "scan", "start_char", "starts", "stems")
 
     def __init__(
         self,
@@ -45,6 +47,7 @@ class State:
         starts: Any = None,
         runs: tuple[frozenset[str], ...] = (),
         dirty: bool = False,
+        stems: tuple[str, ...] = (),
     ) -> None:
         self.scan = scan
         self.end_scan = end_scan
@@ -52,9 +55,10 @@ class State:
         self.starts = starts
         self.runs = runs
         self.dirty = dirty
+        self.stems = stems
         # What entering the state sets, in the order `CompiledParser._enter` unpacks it: one unpack
-        # instead of six attribute reads, since a whole-message parse changes state at every delimiter.
-        self.entered = (scan, end_scan, start_char, starts, runs, dirty)
+        # instead of seven attribute reads, since a whole-message parse changes state at every delimiter.
+        self.entered = (scan, end_scan, start_char, starts, runs, dirty, stems)
 
 
 class Field:

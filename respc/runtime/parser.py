@@ -116,6 +116,8 @@ class CompiledParser:
         self._lead_run: frozenset[str] | None = None  # likewise the lead-run path, with its run characters
         self._run_pieces: list[str] = []  # the lead-run path's newest pieces of a held run, not yet in _buf
         self._run_pieces_limit = _COALESCE
+        self._held: str | None = None  # held text that is a proper prefix of a stem (the held-prefix path)
+        self._discard = False  # like _plain, outside explicit regions of a template without implicit field
         self._reset()
         self.initial_events: list[dict] = []
         if remainder:
@@ -174,6 +176,7 @@ class CompiledParser:
             self._starts,
             self._runs,
             self._dirty,
+            self._stems,
         ) = self.STATES[state].entered
 
     def _reset(self) -> None:
@@ -202,6 +205,10 @@ class CompiledParser:
             if len(parts) >= self._parts_limit:
                 self._coalesce()
             return [{"type": "region_chunk", "field": self._current, "text": text, "dirty": self._dirty}]
+        if self._discard and text and _find(text, self._start_char) < 0:
+            self._buf = text  # text outside every region is dropped; the chunk is the context kept
+            self._pos = len(text)
+            return []
         run = self._lead_run
         if run is not None:
             if not text:
@@ -235,6 +242,14 @@ class CompiledParser:
                 return [
                     {"type": "region_chunk", "field": self._current, "text": routed, "dirty": self._dirty}
                 ]
+        held = self._held
+        if held is not None and text:
+            grown = held + text  # a non-str chunk raises TypeError here, as upstream's concatenation
+            for stem in self._stems:
+                if len(stem) > len(grown) and stem.startswith(grown):
+                    self._buf += text
+                    self._held = grown
+                    return []
         return self._feed_slow(text)
 
     def feed_without_context(self, text: str) -> list[dict]:
@@ -248,6 +263,16 @@ class CompiledParser:
             if len(parts) >= self._parts_limit:
                 self._coalesce()
             return [{"type": "region_chunk", "field": self._current, "text": text, "dirty": self._dirty}]
+        if self._discard and text and _find(text, self._start_char) < 0:
+            return []  # text outside every region is dropped
+        held = self._held
+        if held is not None and text:
+            grown = held + text
+            for stem in self._stems:
+                if len(stem) > len(grown) and stem.startswith(grown):
+                    self._buf += text
+                    self._held = grown
+                    return []
         return self._feed_slow(text)
 
     def _feed_slow(self, text: str) -> list[dict]:
@@ -257,6 +282,8 @@ class CompiledParser:
             self._rejoin_run()
         self._plain = False  # until this feed has finished without error
         self._lead_run = None
+        self._held = None
+        self._discard = False
         events: list[dict] = []
         if text and self._skips_scan(text):
             self._route_skipping_scan(events, text)
@@ -270,6 +297,14 @@ class CompiledParser:
                 runs = self._runs
                 self._plain = not runs and self._pos == len(self._buf)
                 self._lead_run = runs[0] if len(runs) == 1 else None
+        elif self._current is None and self._start_char is not None and self.CONTEXT is not None:
+            self._discard = not self._runs and self._pos == len(self._buf) and not self._empty_open
+        if self._stems and self._pos < len(self._buf):
+            rest = self._buf[self._pos :]
+            for stem in self._stems:
+                if len(stem) > len(rest) and stem.startswith(rest):
+                    self._held = rest
+                    break
         return events
 
     def _skips_scan(self, text: str) -> bool:
@@ -326,6 +361,8 @@ class CompiledParser:
             self._rejoin_run()
         self._plain = False
         self._lead_run = None
+        self._held = None
+        self._discard = False
         events: list[dict] = []
         self._process(events, True)
         return self._finish(events), events

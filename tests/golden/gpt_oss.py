@@ -226,10 +226,17 @@ class ResponseParser(CompiledParser):
     TEMPLATE = TEMPLATE
     IMPLICIT = None
     STATES: ClassVar[dict] = {
-        None: State(scan=_scan_outside, end_scan=_end_outside, start_char="<"),
-        "thinking": State(scan=_scan_thinking, end_scan=_end_thinking, start_char="<"),
-        "content": State(scan=_scan_content, end_scan=_end_content, start_char="<"),
-        "tool_calls": State(scan=_scan_tool_calls, end_scan=_end_tool_calls, start_char="<", dirty=True),
+        None: State(
+            scan=_scan_outside,
+            end_scan=_end_outside,
+            start_char="<",
+            stems=("<|channel|>analysis<|message|>", "<|channel|>final<|message|>"),
+        ),
+        "thinking": State(scan=_scan_thinking, end_scan=_end_thinking, start_char="<", stems=("<|end|>",)),
+        "content": State(scan=_scan_content, end_scan=_end_content, start_char="<", stems=("<|end|>",)),
+        "tool_calls": State(
+            scan=_scan_tool_calls, end_scan=_end_tool_calls, start_char="<", stems=("<|call|>",), dirty=True
+        ),
     }
     FIELDS: ClassVar[dict] = {
         "thinking": Field(value=_value_thinking),

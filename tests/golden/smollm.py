@@ -165,9 +165,20 @@ class ResponseParser(CompiledParser):
     TEMPLATE = TEMPLATE
     IMPLICIT = "content"
     STATES: ClassVar[dict] = {
-        "content": State(scan=_scan_outside, end_scan=_end_outside, start_char="<"),
-        "thinking": State(scan=_scan_thinking, end_scan=_end_thinking, start_char="<"),
-        "tool_calls": State(scan=_scan_tool_calls, end_scan=_end_tool_calls, start_char="<", dirty=True),
+        "content": State(
+            scan=_scan_outside,
+            end_scan=_end_outside,
+            start_char="<",
+            stems=("<tool_call>", "<|im_end|>", "<think>"),
+        ),
+        "thinking": State(scan=_scan_thinking, end_scan=_end_thinking, start_char="<", stems=("</think>",)),
+        "tool_calls": State(
+            scan=_scan_tool_calls,
+            end_scan=_end_tool_calls,
+            start_char="<",
+            stems=("</tool_call>",),
+            dirty=True,
+        ),
     }
     FIELDS: ClassVar[dict] = {
         "thinking": Field(value=_value_thinking),

@@ -201,6 +201,7 @@ def test_peak_memory_as_inputs_grow(benchmark, request, data: Path, form: str) -
     benchmark.extra_info.update(workload="scale-memory", format=form)
     benchmark.pedantic(measure, rounds=1, iterations=1)
     small, large = sizes
+    assert peaks[large] < 1.5 * peaks[small], peaks  # the bound: memory does not grow with the input
     benchmark.extra_info.update(
         peaks_mib={str(k): round(v) for k, v in peaks.items()}, ratio=round(peaks[large] / peaks[small], 2)
     )

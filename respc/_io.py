@@ -27,6 +27,8 @@ __all__ = [
     "InputError",
     "OutputError",
     "decode_json",
+    "numbered_lines",
+    "open_binary",
     "open_text",
     "read_json",
     "read_lines",
@@ -83,6 +85,33 @@ def read_lines(stream: IO[str], name: str) -> Iterator[str]:
     try:
         yield from stream
     except (OSError, UnicodeDecodeError) as error:
+        raise _read_failure(name, error) from None
+
+
+def open_binary(path: str | os.PathLike) -> IO[bytes]:
+    """`path` open for reading bytes (see `numbered_lines`); a failure is an `InputError` naming it."""
+    try:
+        return Path(path).open("rb")
+    except OSError as error:
+        raise _read_failure(path, error) from None
+
+
+def numbered_lines(stream: IO[bytes], name: str) -> Iterator[tuple[int, str]]:
+    """(line number, text) of each line of a binary stream, as a text stream with universal newlines
+    splits them (`\n`, `\r\n` and a lone `\r` end a line; U+2028 and friends do not), each decoded
+    as UTF-8 on its own, so a bad byte is reported with its line."""
+    number = 0
+    try:
+        for raw in stream:
+            for piece in raw.splitlines() if b"\r" in raw else (raw.rstrip(b"\n"),):
+                number += 1
+                try:
+                    yield number, piece.decode("utf-8")
+                except UnicodeDecodeError as error:
+                    raise InputError(
+                        f"{name}: line {number}: not UTF-8 text (byte {error.start}: {error.reason})"
+                    ) from None
+    except OSError as error:
         raise _read_failure(name, error) from None
 
 

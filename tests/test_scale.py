@@ -110,7 +110,7 @@ def test_the_reference_output_is_right(reference: dict[str, Any]) -> None:
     assert table.num_rows == 1500 and table.column("id").to_pylist() == list(range(1500))
     rows = table.to_pylist()
     call = rows[0]
-    assert call["error"] is None and call["response"] is None
+    assert call["error"] is None and call["raw_response"] is None
     assert call["tool_calls"] == [
         {"id": None, "name": "get_weather", "arguments": '{"city": "Paris", "days": 1}'}
     ]
@@ -121,7 +121,7 @@ def test_the_reference_output_is_right(reference: dict[str, Any]) -> None:
     assert rows[1]["reasoning_content"] == "Plan for Zürich ✓." and "21 °C" in rows[1]["content"]
     failed = rows[2]
     assert failed["message"] is None and failed["error"]["type"] == "ValueError"
-    assert failed["response"] == _response(2)[0]
+    assert failed["raw_response"] == _response(2)[0]
     assert [c["arguments"] for c in rows[3]["tool_calls"]] == [
         '{"city": "São Paulo", "days": 2}',
         '{"city": "Oslo", "days": 4}',
@@ -290,10 +290,32 @@ def test_the_ray_example_job_writes_shards_from_the_workers(
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().endswith(f"1500 records, 214 failed -> {tmp_path / 'messages'}")
     written = pq.read_table(tmp_path / "messages").sort_by("id")
-    # no tools given here: the same records as the reference, calls untyped
-    untyped = pq.read_table(data / "local-json.parquet")
-    assert written.column("id").to_pylist() == list(range(1500))
-    assert written.column("error").to_pylist() == untyped.column("error").to_pylist()
+    run_local(_job(data / "shards", tmp_path / "untyped.parquet", tools=None))  # the job passes no tools
+    assert written.equals(pq.read_table(tmp_path / "untyped.parquet"))
+
+
+def test_an_address_that_is_not_a_ray_cluster_fails_fast(tmp_path: Path, data: Path) -> None:
+    import socket
+
+    with socket.socket() as listener:  # something listens there, but it is no Ray GCS
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        started = time.monotonic()
+        done = _cli(
+            "parse",
+            str(data / "records.jsonl"),
+            "--preset",
+            "qwen3",
+            "--engine",
+            "ray",
+            "--address",
+            f"127.0.0.1:{port}",
+            "-o",
+            str(tmp_path / "x.parquet"),
+        )
+    assert done.returncode == 2 and time.monotonic() - started < 60, done.stderr
+    assert f"--address 127.0.0.1:{port}: not a Ray cluster" in done.stderr
 
 
 def test_an_unreachable_address_fails_fast_and_clearly(tmp_path: Path, data: Path) -> None:
@@ -370,7 +392,214 @@ def test_a_killed_ray_actor_loses_and_duplicates_nothing(
     assert parsed.equals(reference["json"])
 
 
+def test_ray_reads_shards_that_differ_in_their_optional_columns(ray_cluster: Any, tmp_path: Path) -> None:
+    from respc.batch.ray import run_ray
+
+    shards = tmp_path / "mixed"
+    shards.mkdir()
+    text = "Plan.\n</think>\n\nSunny.<|im_end|>"
+    pq.write_table(pa.table({"id": [1], "prompt": [THINKING], "response": [text]}), shards / "a.parquet")
+    pq.write_table(pa.table({"id": [2], "response": [text]}), shards / "b.parquet")
+    run_local(_job(shards, tmp_path / "local.jsonl"))
+    run_ray(_job(shards, tmp_path / "ray.jsonl"))
+    lines = (tmp_path / "ray.jsonl").read_text(encoding="utf-8").splitlines()
+    assert (tmp_path / "local.jsonl").read_text(encoding="utf-8").splitlines() == lines
+    assert json.loads(lines[0])["message"] == {
+        "role": "assistant",
+        "reasoning_content": "Plan.",
+        "content": "Sunny.",
+    }
+    assert json.loads(lines[1])["message"]["content"] == "Plan.\n</think>\n\nSunny."
+
+
+def test_ray_input_errors_stop_the_run_naming_the_input(ray_cluster: Any, tmp_path: Path, data: Path) -> None:
+    from respc._io import InputError
+    from respc.batch.ray import run_ray
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b'{"id": 1, "response": "a"}\n' * 3 + b'{"id": 4, "response": "\xff"}\n')
+    with pytest.raises(InputError, match=rf"{bad}: line 4: not UTF-8 text"):
+        run_ray(_job(bad, tmp_path / "o.parquet"))
+    ids = _jsonl(tmp_path / "ids.jsonl", [{"id": 1, "response": "a"}, {"id": "b", "response": "a"}])
+    with pytest.raises(
+        InputError, match=rf"{ids}: line 2: id \"b\" is a string, the ids before it are integers"
+    ):
+        run_ray(_job(ids, tmp_path / "o.parquet"))
+    damaged = tmp_path / "damaged.parquet"
+    good = (data / "records.parquet").read_bytes()
+    damaged.write_bytes(good[: len(good) // 2] + b"\0" * 64 + good[len(good) // 2 + 64 :])
+    with pytest.raises(InputError, match="the Ray job failed: "):
+        run_ray(_job(damaged, tmp_path / "o.parquet"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.jsonl", "damaged.parquet", "ids.jsonl"]
+
+
+def test_ray_keeps_columns_and_takes_any_batch_format(ray_cluster: Any, data: Path) -> None:
+    import ray
+
+    from respc.batch.ray import ParseResponses
+
+    source = ray.data.read_parquet(str(data / "records.parquet")).limit(20)
+    kept = source.map_batches(ParseResponses, fn_constructor_kwargs={"preset": "qwen3", "keep_columns": True})
+    table = pa.concat_tables(kept.iter_batches(batch_format="pyarrow", batch_size=None))
+    assert table.column_names == ["prompt", "response", "id", "message", "error", "raw_response"]
+    assert table.column("response").to_pylist() == [r["response"] for r in _records(20)]
+
+
+def test_the_cli_starts_and_stops_its_own_cluster(
+    ray_cluster: Any, data: Path, reference: dict[str, Any], tmp_path: Path
+) -> None:
+    def ray_processes() -> set[int]:
+        found = set()
+        for entry in Path("/proc").iterdir():
+            try:
+                command = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"gcs_server" in command or b"raylet" in command:
+                found.add(int(entry.name))
+        return found
+
+    before = ray_processes()
+    out = tmp_path / "own.parquet"
+    done = _cli(
+        "parse",
+        str(data / "records.parquet"),
+        "--preset",
+        "qwen3",
+        "--tools",
+        str(data / "tools.json"),
+        "--engine",
+        "ray",
+        "-o",
+        str(out),
+    )
+    assert done.returncode == 1, done.stderr
+    assert pq.read_table(out).equals(reference["json"])
+    time.sleep(1)
+    assert ray_processes() <= before  # its own cluster is gone; the fixture's is untouched
+
+
 # --- faults and formats ------------------------------------------------------------------------------
+
+
+def test_the_output_is_checked_before_any_record_is_read(tmp_path: Path, data: Path) -> None:
+    for engine in ("local", "ray"):
+        started = time.monotonic()
+        done = _cli(
+            "parse",
+            str(data / "records.jsonl"),
+            "--preset",
+            "qwen3",
+            "--engine",
+            engine,
+            "-o",
+            str(tmp_path / "missing" / "out.parquet"),
+        )
+        assert done.returncode == 2 and time.monotonic() - started < 20, done.stderr
+        assert (
+            f"{tmp_path / 'missing' / 'out.parquet'}: cannot write: {tmp_path / 'missing'} is not a directory"
+            in done.stderr
+        )
+
+
+def test_a_dead_worker_stops_the_run_instead_of_hanging(tmp_path: Path) -> None:
+    source = _jsonl(tmp_path / "in.jsonl", _records(150_000))
+    out = tmp_path / "out.parquet"
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "respc",
+            "parse",
+            str(source),
+            "--preset",
+            "qwen3",
+            "--workers",
+            "2",
+            "-o",
+            str(out),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    deadline = time.monotonic() + 30
+    workers: list[str] = []
+    while not workers and time.monotonic() < deadline:
+        time.sleep(0.2)
+        for task in Path(f"/proc/{process.pid}/task").iterdir():
+            workers += (task / "children").read_text().split()
+    time.sleep(0.5)
+    os.kill(int(workers[0]), signal.SIGKILL)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 2 and "a worker process died" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
+
+
+@pytest.mark.parametrize(("sent", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_stopped_run_removes_its_partial_output(tmp_path: Path, sent: int, code: int) -> None:
+    source = _jsonl(tmp_path / "in.jsonl", _records(150_000))
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "respc",
+            "parse",
+            str(source),
+            "--preset",
+            "qwen3",
+            "--workers",
+            "2",
+            "-o",
+            str(tmp_path / "out.parquet"),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    time.sleep(2)
+    process.send_signal(sent)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == code and err.endswith(("terminated\n", "interrupted\n")), err
+    assert "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
+
+
+def test_empty_inputs_give_valid_outputs_of_the_schema(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.parquet"
+    pq.write_table(pa.table({"id": pa.array([], pa.int64()), "response": pa.array([], pa.string())}), empty)
+    out = tmp_path / "out.parquet"
+    assert _cli("parse", str(empty), "--preset", "qwen3", "--layout", "typed", "-o", str(out)).returncode == 0
+    from respc.batch.arrow import output_schema
+
+    assert pq.read_table(out).schema.equals(output_schema(pa.int64(), "typed"))
+    blank = tmp_path / "blank.jsonl"
+    blank.write_text("\n\n", encoding="utf-8")
+    assert _cli("parse", str(blank), "--preset", "qwen3", "-o", str(out)).returncode == 0
+    assert pq.read_table(out).num_rows == 0
+
+
+def test_shards_are_the_files_of_the_format_and_categoricals_are_strings(tmp_path: Path) -> None:
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    table = pa.table({"id": [1, 2], "response": pa.array(["a<|im_end|>", "b<|im_end|>"]).dictionary_encode()})
+    pq.write_table(table, shards / "part-0.parquet")
+    (shards / "README.md").write_text("how these were made", encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    done = _cli("parse", str(shards), "--preset", "qwen3", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(line)["message"]["content"] for line in out.read_text().splitlines()] == ["a", "b"]
+
+
+def test_a_field_named_on_the_command_line_must_be_in_every_jsonl_record(tmp_path: Path) -> None:
+    source = _jsonl(tmp_path / "in.jsonl", [{"id": 1, "prompt": "", "response": "hi"}])
+    done = _cli("parse", str(source), "--preset", "qwen3", "--prompt-field", "promt")
+    assert done.returncode == 1
+    assert json.loads(done.stdout)["error"] == {
+        "type": "InvalidRecord",
+        "message": "field 'promt' is missing",
+    }
+    assert _cli("parse", str(source), "--preset", "qwen3", "--prompt-field", "prompt").returncode == 0
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
@@ -449,7 +678,7 @@ def test_jsonl_records_of_the_wrong_shape_are_error_rows_in_every_format(tmp_pat
         "InvalidRecord",
         "InvalidRecord",
     ]
-    assert rows[3]["response"] == "42" and rows[5]["error"]["message"].startswith(
+    assert rows[3]["raw_response"] == "42" and rows[5]["error"]["message"].startswith(
         "field 'tools' is not valid JSON"
     )
     jsonl = _cli("parse", str(source), "--preset", "qwen3", "--tools-field", "tools")
@@ -464,25 +693,56 @@ def test_jsonl_records_of_the_wrong_shape_are_error_rows_in_every_format(tmp_pat
     ]
 
 
-def test_ids_that_cannot_share_a_parquet_type_stop_the_run(tmp_path: Path) -> None:
-    source = tmp_path / "in.jsonl"
-    records = [{"id": i, "response": "a"} for i in range(3000)] + [{"id": "x-1", "response": "b"}]
-    source.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+def _jsonl(path: Path, records: list) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def test_jsonl_ids_get_one_parquet_type_decided_by_the_first_id(tmp_path: Path) -> None:
     out = tmp_path / "out.parquet"
+    # strings that look like numbers stay strings, whatever chunk they fall in
+    source = _jsonl(tmp_path / "s.jsonl", [{"id": f"00{i}", "response": "a"} for i in range(2100)])
+    assert _cli("parse", str(source), "--preset", "qwen3", "-o", str(out)).returncode == 0
+    assert pq.read_table(out).column("id").to_pylist() == [f"00{i}" for i in range(2100)]
+    # leading records without ids take the type of the first id, across chunk boundaries
+    records = [{"response": "a"} for _ in range(3000)] + [
+        {"id": 7, "response": "b"},
+        {"id": 8.5, "response": "c"},
+    ]
+    source = _jsonl(tmp_path / "n.jsonl", records)
     done = _cli("parse", str(source), "--preset", "qwen3", "-o", str(out))
-    assert (done.returncode, done.stderr.count("\n")) == (2, 1), done.stderr
-    assert f"{source}: lines 2049-3001: column 'id': the ids cannot share one Arrow type" in done.stderr
-    assert not out.exists()
-    # a chunk of strings after a chunk of ints: the writer names it
-    records = [{"id": i, "response": "a"} for i in range(2048)] + [{"id": "x-1", "response": "b"}]
-    source.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    done = _cli("parse", str(source), "--preset", "qwen3", "-o", str(out))
-    assert (done.returncode, done.stderr.count("\n")) == (2, 1), done.stderr
     assert (
-        f"{source}: line 2049: column 'id' holds string here but int64 in the records before" in done.stderr
+        done.returncode == 2
+        and f"{source}: line 3002: id 8.5 is a number, the ids before it are integers" in done.stderr
     )
-    assert not out.exists()
-    assert _cli("parse", str(source), "--preset", "qwen3", "-o", str(tmp_path / "out.jsonl")).returncode == 0
+    source = _jsonl(tmp_path / "n2.jsonl", records[:-1])
+    assert _cli("parse", str(source), "--preset", "qwen3", "-o", str(out)).returncode == 0
+    table = pq.read_table(out)
+    assert table.schema.field("id").type == pa.int64() and table.column("id").to_pylist() == [None] * 3000 + [
+        7
+    ]
+    # numbers take integers; an integer after strings, or an object, stops the run naming its line
+    source = _jsonl(tmp_path / "m.jsonl", [{"id": 0.5, "response": "a"}, {"id": 2, "response": "b"}])
+    assert _cli("parse", str(source), "--preset", "qwen3", "-o", str(out)).returncode == 0
+    assert pq.read_table(out).column("id").to_pylist() == [0.5, 2.0]
+    for records, message in [
+        (
+            [{"id": "a", "response": "a"}] * 3 + [{"id": 4, "response": "b"}],
+            "line 4: id 4 is a integer, the ids before it are strings",
+        ),
+        (
+            [{"id": {"a": 1}, "response": "a"}],
+            'line 1: id {"a": 1} is dict: Parquet ids are integers, numbers or strings',
+        ),
+        ([{"id": True, "response": "a"}], "line 1: id true is bool"),
+    ]:
+        source = _jsonl(tmp_path / "x.jsonl", records)
+        done = _cli("parse", str(source), "--preset", "qwen3", "-o", str(out))
+        assert (done.returncode, done.stderr.count("\n")) == (2, 1), done.stderr
+        assert f"{source}: {message}" in done.stderr
+        assert (
+            _cli("parse", str(source), "--preset", "qwen3", "-o", str(tmp_path / "o.jsonl")).returncode == 0
+        )
 
 
 def test_formats_from_names_and_flags(tmp_path: Path, data: Path) -> None:

@@ -2,11 +2,13 @@
 
 Columns, in order:
 
-- `id`: the input's id column, with its type (null when the input has none; from JSONL, the type
-  Arrow gives the decoded ids);
+- `id`: the input's id column, with its type (null when the input has none). From JSONL, where every
+  record has its own, the first non-null id decides: integers, numbers or strings (`IdTyping`); an id
+  of another kind stops the run (JSONL output keeps any id as written);
 - `message`: the parsed message as a JSON string, null when the record failed;
 - `error`: struct `{type, message}`, null on success;
-- `response`: the raw response of a failed record (null on success), so nothing is lost;
+- `raw_response`: the raw response of a failed record (null on success), so nothing is lost (named
+  apart from the input's `response`, which a `Dataset.map` would otherwise overwrite);
 - with `layout="typed"` also `reasoning_content`, `content` (strings; a non-string value as JSON) and
   `tool_calls` (list of `{id, name, arguments}`, arguments as a JSON string), read from the message's
   OpenAI shape; anything else stays in `message` only.
@@ -19,16 +21,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, ClassVar
 
 import pyarrow as pa
 
+from respc._io import InputError
 from respc.batch.records import LAYOUTS, Columns, RecordParser, Result
 
 __all__ = [
     "ERROR_TYPE",
     "LAYOUTS",
     "TOOL_CALL_TYPE",
+    "IdTyping",
     "TableParser",
     "output_schema",
     "results_table",
@@ -52,7 +56,7 @@ def output_schema(id_type: pa.DataType | None = None, layout: str = "json") -> p
         ("id", id_type or pa.null()),
         ("message", pa.string()),
         ("error", ERROR_TYPE),
-        ("response", pa.string()),
+        ("raw_response", pa.string()),
     ]
     return pa.schema(fields + (_TYPED if layout == "typed" else []))
 
@@ -82,16 +86,90 @@ class TableParser:
         ids = table.column(columns.id) if columns.id in names else pa.nulls(table.num_rows)
         return results_table(results, ids, self.layout)
 
-    def parse_lines(self, lines: Iterable[str]) -> pa.Table:
-        """JSONL lines (blank ones skipped) -> the output table; ids get the type Arrow infers for them."""
-        results = [self.records.line_result(line) for line in lines if line.strip()]
-        try:
-            ids = pa.array([result.id for result in results])
-        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as error:
-            raise TypeError(
-                f"column {self.columns.id!r}: the ids cannot share one Arrow type: {error}"
-            ) from None
-        return results_table(results, ids, self.layout)
+    def parse_lines(self, lines: Iterable[str], numbers: Iterable[int] | None = None) -> pa.Table:
+        """JSONL lines (blank ones skipped) -> the output table, with each id as its JSON text (a string
+        column: batches of records cannot agree on a type; `IdTyping` decides it over a whole run).
+        With `numbers` (each line's number in its file), a `_line` column says where each record was."""
+        kept = [(line, number) for line, number in zip(lines, numbers or _counting()) if line.strip()]
+        results = [self.records.line_result(line) for line, _ in kept]
+        ids = pa.array(
+            [None if r.id is None else json.dumps(r.id, ensure_ascii=False) for r in results], pa.string()
+        )
+        table = results_table(results, ids, self.layout)
+        if numbers is not None:
+            table = table.append_column("_line", pa.array([number for _, number in kept], pa.int64()))
+        return table
+
+
+def _counting() -> Iterable[int]:
+    import itertools
+
+    return itertools.count(1)
+
+
+class IdTyping:
+    """The Arrow type of ids read from JSONL, decided over a whole run in input order: the kind of the
+    first non-null id (integer, number or string); every later id must be of that kind (an integer
+    among numbers is one). Tables whose ids are all null so far are held back until the type is known,
+    at most `HOLD` records, then written with null ids. Same chunks in, same tables out, whichever engine
+    parsed them."""
+
+    HOLD = 100_000
+    KINDS: ClassVar[dict] = {"integer": pa.int64(), "number": pa.float64(), "string": pa.string()}
+
+    def __init__(self) -> None:
+        self.kind: str | None = None
+        self.held: list[pa.Table] = []
+        self.held_rows = 0
+
+    def feed(self, table: pa.Table, file: str) -> list[pa.Table]:
+        """Tables ready to write, in order, for one output table of `parse_lines` (from `file`)."""
+        names = table.schema.names
+        texts = table.column("id").to_pylist()
+        lines = table.column("_line").to_pylist() if "_line" in names else [None] * len(texts)
+        files = table.column("_file").to_pylist() if "_file" in names else [file] * len(texts)
+        values = [None if text is None else json.loads(text) for text in texts]
+        for value, text, line, name in zip(values, texts, lines, files):
+            if value is None:
+                continue
+            kind = _kind(value)
+            where = f"{name}: line {line}" if line is not None else name
+            if kind is None:
+                raise InputError(
+                    f"{where}: id {text} is {type(value).__name__}: Parquet ids are integers, numbers or "
+                    "strings (JSONL output keeps any id as written)"
+                )
+            if self.kind is None:
+                self.kind = kind
+            elif kind != self.kind and not (self.kind == "number" and kind == "integer"):
+                raise InputError(
+                    f"{where}: id {text} is a {kind}, the ids before it are {self.kind}s: a Parquet column "
+                    "has one type (JSONL output keeps ids as written)"
+                )
+        table = table.drop_columns([name for name in ("_line", "_file") if name in names])
+        if self.kind is None:
+            self.held.append(table)
+            self.held_rows += table.num_rows
+            return self.flush() if self.held_rows >= self.HOLD else []
+        kind = self.KINDS[self.kind]
+        typed = table.set_column(0, pa.field("id", kind), pa.array(values, kind))
+        return [*self.flush(), typed]
+
+    def flush(self) -> list[pa.Table]:
+        """The held tables (all their ids null), in the decided type or, if none yet, the null type."""
+        held, self.held, self.held_rows = self.held, [], 0
+        kind = self.KINDS.get(self.kind or "", pa.null())
+        return [t.set_column(0, pa.field("id", kind), pa.nulls(t.num_rows, kind)) for t in held]
+
+
+def _kind(value: object) -> str | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return "integer" if -(2**63) <= value < 2**63 else None
+    if isinstance(value, float):
+        return "number"
+    return "string" if isinstance(value, str) else None
 
 
 def results_table(results: list[Result], ids: pa.Array | pa.ChunkedArray, layout: str = "json") -> pa.Table:
@@ -160,7 +238,7 @@ def table_lines(table: pa.Table) -> Iterable[str]:
     ids = table.column("id").to_pylist()
     messages = table.column("message").to_pylist()
     errors = table.column("error").to_pylist()
-    responses = table.column("response").to_pylist()
+    responses = table.column("raw_response").to_pylist()
     for record_id, message, error, response in zip(ids, messages, errors, responses):
         shown_id = json.dumps(record_id, ensure_ascii=False, default=str)
         if error is None:

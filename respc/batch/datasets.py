@@ -44,9 +44,9 @@ def parse_batch(
 ) -> Any:
     """Parse one batch for `Dataset.map(parse_batch, batched=True, fn_kwargs={...})`: a `pyarrow.Table`
     (with `dataset.with_format("arrow")`) gives a table, a dict of lists (the default format) a dict of
-    lists. The returned columns replace same-named ones of the dataset (`response` among them: pass
-    `remove_columns=dataset.column_names`, as `map_dataset` does, to keep exactly the output schema).
-    Options as for `respc.batch.ray.ParseResponses`."""
+    lists. The returned columns (`id`, `message`, `error`, `raw_response`, typed ones) replace
+    same-named ones of the dataset; pass `remove_columns=dataset.column_names`, as `map_dataset` does, to
+    keep exactly the output schema. Options as for `respc.batch.ray.ParseResponses`."""
     options = {
         "preset": preset,
         "template": template,
@@ -91,26 +91,37 @@ def map_dataset(
     *,
     num_proc: int | None = None,
     batch_size: int = 1000,
+    keep_columns: bool = False,
     **options: Any,
 ) -> tuple[Any, int]:
-    """`dataset` parsed: (a dataset of exactly the output schema, in order, how many records failed).
+    """`dataset` parsed: (a dataset of the output schema, in order, how many records failed).
 
-    `options` are `parse_batch`'s. The result is computed afresh (never read from the datasets cache,
-    which would not notice a changed template or respc), in `num_proc` processes.
+    `options` are `parse_batch`'s. `keep_columns` keeps the dataset's other columns before the output's
+    (the output's names win). The result is computed afresh (never read from the datasets cache, which
+    would not notice a changed template or respc), in `num_proc` processes.
     """
     from respc._version import __version__
 
     id_column = options.get("id_column", "id")
     schema = dataset.data.schema
     id_type = schema.field(id_column).type if id_column in schema.names else None
-    fingerprint = json.dumps([dataset._fingerprint, __version__, options], sort_keys=True, default=str)
+    output = features(id_type, options.get("layout", "json"))
+    if keep_columns:
+        output = type(output)({**{k: v for k, v in dataset.features.items() if k not in output}, **output})
+    if len(dataset) == 0:
+        from datasets import Dataset
+
+        return Dataset.from_dict({name: [] for name in output}, features=output), 0
+    fingerprint = json.dumps(
+        [dataset._fingerprint, __version__, options, keep_columns], sort_keys=True, default=str
+    )
     parsed = dataset.with_format("arrow").map(
         parse_batch,
         batched=True,
         batch_size=batch_size,
         fn_kwargs=options,
-        features=features(id_type, options.get("layout", "json")),
-        remove_columns=dataset.column_names,
+        features=output,
+        remove_columns=[] if keep_columns else dataset.column_names,
         num_proc=num_proc,
         load_from_cache_file=False,
         new_fingerprint=_digest(fingerprint),

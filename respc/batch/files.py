@@ -20,9 +20,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from respc._io import AtomicOutput, InputError, OutputError, open_text, read_lines
+from respc._io import AtomicOutput, InputError, OutputError, numbered_lines, open_binary
 
-__all__ = ["FORMATS", "Chunk", "Input", "Output", "Sink", "input_of", "open_sink", "output_of"]
+__all__ = [
+    "FORMATS",
+    "Chunk",
+    "Input",
+    "Output",
+    "Sink",
+    "check_output",
+    "input_of",
+    "open_sink",
+    "output_of",
+]
 
 FORMATS = ("jsonl", "parquet")
 SUFFIXES = {".jsonl": "jsonl", ".parquet": "parquet"}
@@ -50,12 +60,15 @@ class Chunk:
     file: str
     first: int  # the 1-based line (JSONL) or row (Parquet) of the first record in the file
     lines: list[str] = field(default_factory=list)
+    numbers: list[int] = field(default_factory=list)  # each JSONL line's number in its file
     table: Any = None
 
     def where(self) -> str:
         unit = "line" if self.table is None else "row"
-        count = len(self.lines) if self.table is None else self.table.num_rows
-        last = self.first + max(count, 1) - 1
+        if self.table is None:
+            last = self.numbers[-1] if self.numbers else self.first
+        else:
+            last = self.first + max(self.table.num_rows, 1) - 1
         return (
             f"{self.file}: {unit}s {self.first}-{last}"
             if last > self.first
@@ -83,7 +96,8 @@ def input_of(name: str, format: str | None = None) -> Input:
                     f"{path}: a directory of shards needs one format; it holds {what} (use --format)"
                 )
             format = kinds.pop()
-        files = tuple(p for p in found if SUFFIXES.get(p.suffix, format) == format)
+        # Shards are the files named for the format (`--format` also takes files with no suffix at all).
+        files = tuple(p for p in found if SUFFIXES.get(p.suffix) == format or not p.suffix)
         if not files:
             raise InputError(f"{path}: no {format} files in the directory")
         return Input(str(path), format, files)
@@ -146,9 +160,18 @@ def check_parquet(source: Input, columns: Any, required: set[str]) -> Any:
                 if id_type is not None and kind != id_type:
                     raise InputError(f"{path}: column {name!r} holds {kind}, the files before it {id_type}")
                 id_type = kind
-            elif str(kind) not in STRING_TYPES and not (role == "tools" and _is_list(kind)):
+            elif not _is_text(kind) and not (role == "tools" and _is_list(kind)):
                 raise InputError(f"{path}: column {name!r} holds {kind}, expected strings")
     return id_type
+
+
+def _is_text(kind: Any) -> bool:
+    """Strings, as Arrow may store them: plain, large, views, dictionary-encoded (pandas categoricals)."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    return str(kind) in STRING_TYPES
 
 
 def _is_list(kind: Any) -> bool:
@@ -182,12 +205,13 @@ def _jsonl_chunks(source: Input, size: int) -> Iterator[Chunk]:
     for name, opened in _jsonl_streams(source):
         with opened as stream:
             chunk = Chunk(name, 0)
-            for number, line in enumerate(read_lines(stream, name), 1):
+            for number, line in numbered_lines(stream, name):
                 if not line.strip():
                     continue
                 if not chunk.lines:
                     chunk.first = number
                 chunk.lines.append(line)
+                chunk.numbers.append(number)
                 if len(chunk.lines) == size:
                     yield chunk
                     chunk = Chunk(name, 0)
@@ -196,12 +220,12 @@ def _jsonl_chunks(source: Input, size: int) -> Iterator[Chunk]:
 
 
 def _jsonl_streams(source: Input) -> Iterator[tuple[str, Any]]:
-    """(name, context manager opening it) for each JSONL file, in order; stdin is not closed."""
+    """(name, context manager opening it in binary) for each JSONL file, in order; stdin is not closed."""
     if source.stdin:
-        yield "<stdin>", contextlib.nullcontext(sys.stdin)
+        yield "<stdin>", contextlib.nullcontext(sys.stdin.buffer)
         return
     for path in source.files:
-        yield str(path), open_text(path)
+        yield str(path), open_binary(path)
 
 
 # --- outputs --------------------------------------------------------------------------------------
@@ -239,14 +263,33 @@ def output_of(name: str | None, format: str | None = None, shard_rows: int = 1_0
     return Output(path, format or SUFFIXES.get(path.suffix, "jsonl"))
 
 
+def check_output(output: Output) -> None:
+    """What can be checked about the output before any record is read (a run on a cluster should not
+    start for an output it cannot write): the directory it goes in, and what is already there."""
+    if output.path is None:
+        return
+    path = output.path
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise OutputError(f"{path}: cannot write: {parent} is not a directory")
+    if not os.access(parent, os.W_OK):
+        raise OutputError(f"{path}: cannot write: permission denied")
+    if output.shards:
+        if path.exists() and (not path.is_dir() or any(path.iterdir())):
+            raise OutputError(f"{path}: cannot write shards: exists and is not an empty directory")
+    elif path.is_dir():
+        raise OutputError(f"{path}: cannot write: is a directory (end it with / to write shards into it)")
+
+
 class Sink:
     """Receives a run's output in order (`write_lines` for JSONL lines, `write_table` for output
     tables) and makes it the output only when the run succeeds (`open_sink`)."""
 
-    def __init__(self, output: Output, directory: Path | None, stream: IO | None) -> None:
+    def __init__(self, output: Output, directory: Path | None, stream: IO | None, empty: Any = None) -> None:
         self.output = output
         self.directory = directory  # the temporary directory of shards
         self.stream = stream  # the single output file or stdout
+        self.empty = empty  # the schema of an output with no records (None: the default one)
         self.schema: Any = None
         self._writer: Any = None
         self._shard = -1
@@ -280,16 +323,16 @@ class Sink:
             table = table.slice(room)
 
     def _cast(self, table: Any) -> Any:
+        """A table whose ids are all null, in the type of the ids before; any other difference is an
+        error (a cast would turn "002048" into 2048)."""
         import pyarrow as pa
 
-        try:
-            return table.cast(self.schema)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-            theirs = table.schema.field("id").type
-            raise InputError(
-                f"column 'id' holds {theirs} here but {self.schema.field('id').type} in the records "
-                "before: a Parquet column has one type"
-            ) from None
+        ours, theirs = self.schema.field("id").type, table.schema.field("id").type
+        if pa.types.is_null(theirs) and table.schema.remove(0).equals(self.schema.remove(0)):
+            return table.set_column(0, self.schema.field("id"), pa.nulls(table.num_rows, ours))
+        raise InputError(
+            f"column 'id' holds {theirs} here but {ours} in the records before: a Parquet column has one type"
+        )
 
     def _room(self, wanted: int) -> int:
         if self.directory is None:
@@ -337,16 +380,17 @@ class Sink:
             if self.schema is None:
                 from respc.batch.arrow import output_schema
 
-                self.schema = output_schema()
+                self.schema = self.empty if self.empty is not None else output_schema()
             self._parquet_writer()
         self.close()
 
 
 @contextlib.contextmanager
-def open_sink(output: Output) -> Iterator[Sink]:
-    """A `Sink` for `output`, committed (renamed into place) only when the block completes."""
+def open_sink(output: Output, empty: Any = None) -> Iterator[Sink]:
+    """A `Sink` for `output`, committed (renamed into place) only when the block completes; `empty` is
+    the Arrow schema a Parquet output gets when no record comes (the input's id type, the layout)."""
     if output.path is None:
-        sink = Sink(output, None, sys.stdout)
+        sink = Sink(output, None, sys.stdout, empty)
         try:
             yield sink
             sink.finish()
@@ -356,7 +400,7 @@ def open_sink(output: Output) -> Iterator[Sink]:
         return
     if output.shards:
         with _atomic_directory(output.path) as directory:
-            sink = Sink(output, directory, None)
+            sink = Sink(output, directory, None, empty)
             try:
                 yield sink
                 sink.finish()
@@ -364,7 +408,7 @@ def open_sink(output: Output) -> Iterator[Sink]:
                 sink.close()
         return
     with AtomicOutput(output.path, binary=output.format == "parquet") as stream:
-        sink = Sink(output, None, stream)
+        sink = Sink(output, None, stream, empty)
         try:
             yield sink
             sink.finish()

@@ -9,15 +9,26 @@ through `TableParser` and the Arrow output schema.
 from __future__ import annotations
 
 import json
+import multiprocessing
+import signal
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from respc._io import InputError
-from respc.batch.files import Chunk, Input, Output, check_parquet, open_sink, read_chunks, require_pyarrow
+from respc.batch.files import (
+    Chunk,
+    Input,
+    Output,
+    check_output,
+    check_parquet,
+    open_sink,
+    read_chunks,
+    require_pyarrow,
+)
 from respc.batch.records import Columns, ParserSource, RecordParser, ordered_map
 
-__all__ = ["CHUNK_ROWS", "Job", "Summary", "count_failed", "failed_mask", "run_local"]
+__all__ = ["CHUNK_ROWS", "Job", "Summary", "count_failed", "failed_mask", "run_local", "write_outputs"]
 
 CHUNK_ROWS = 2048  # records per chunk: large enough to amortise a task, small enough to stay flat
 
@@ -30,7 +41,6 @@ class Job:
     input: Input
     output: Output
     columns: Columns = field(default_factory=Columns)
-    required: frozenset[str] = frozenset()  # columns that must exist (named on the command line)
     tools: list | None = None
     layout: str = "json"
     errors: str = "strict"
@@ -40,13 +50,22 @@ class Job:
         """JSONL in and out: records go line to line, never through Arrow."""
         return self.input.format == "jsonl" and self.output.format == "jsonl"
 
-    def check(self) -> None:
-        """Everything that can be checked before reading a record: the parser loads, Parquet schemas."""
+    def check(self) -> Any:
+        """Everything that can be checked before reading a record: the parser loads, the output can be
+        written, the Parquet schemas. Returns the schema of an output with no records (Arrow outputs)."""
         self.source.load()
-        if not self.lines_only:
-            require_pyarrow()
+        check_output(self.output)
+        if self.lines_only:
+            return None
+        require_pyarrow()
+        from respc.batch.arrow import output_schema
+
+        id_type = None
         if self.input.format == "parquet":
-            check_parquet(self.input, self.columns, set(self.required) | {self.columns.response})
+            id_type = check_parquet(
+                self.input, self.columns, set(self.columns.required) | {self.columns.response}
+            )
+        return output_schema(id_type, self.layout)
 
     def read_columns(self) -> list[str]:
         c = self.columns
@@ -61,27 +80,41 @@ class Summary:
 
 def run_local(job: Job, *, workers: int = 1, progress: Callable[[int], None] | None = None) -> Summary:
     """Run `job` in this process (`workers` 1) or a pool; returns how many records, how many failed."""
-    job.check()
+    empty = job.check()
     chunks = read_chunks(job.input, CHUNK_ROWS, job.read_columns())
     if workers <= 1:
         _init_worker(job)
         done: Iterator = map(_parse_chunk, chunks)
     else:
         done = ordered_map(_parse_chunk, chunks, workers=workers, initializer=_init_worker, initargs=(job,))
+    return write_outputs(job, done, empty, progress)
+
+
+def write_outputs(job: Job, done: Iterator, empty: Any, progress: Callable[[int], None] | None) -> Summary:
+    """Write each engine's parsed chunks, `(where, file, "lines" or "table", output, records, failed)`, in
+    order; ids read from JSONL get their Parquet type here, over the whole run (`IdTyping`)."""
+    typing = None
+    if job.input.format == "jsonl" and not job.lines_only:
+        from respc.batch.arrow import IdTyping
+
+        typing = IdTyping()
     records = failed = 0
-    with open_sink(job.output) as sink:
-        for where, kind, payload, count, bad in done:
-            try:
-                if kind == "lines":
-                    sink.write_lines(payload)
-                else:
-                    sink.write_table(payload)
-            except InputError as error:
-                raise InputError(f"{where}: {error}") from None
+    with open_sink(job.output, empty) as sink:
+        for where, file, kind, payload, count, bad in done:
+            if kind == "lines":
+                sink.write_lines(payload)
+            else:
+                for table in typing.feed(payload, file) if typing is not None else (payload,):
+                    try:
+                        sink.write_table(table)
+                    except InputError as error:
+                        raise InputError(f"{where}: {error}") from None
             records += count
             failed += bad
             if progress:
                 progress(count)
+        for table in typing.flush() if typing is not None else ():
+            sink.write_table(table)
     return Summary(records, failed)
 
 
@@ -90,6 +123,9 @@ _STATE: dict[str, Any] = {}
 
 
 def _init_worker(job: Job) -> None:
+    if multiprocessing.parent_process() is not None:  # a pool worker: signals are the parent's to handle
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the pool ends its workers with SIGTERM
     records = RecordParser(job.source.load(), tools=job.tools, columns=job.columns, errors=job.errors)
     _STATE.update(job=job, records=records)
     if not job.lines_only:
@@ -98,8 +134,8 @@ def _init_worker(job: Job) -> None:
         _STATE["tables"] = TableParser(records, layout=job.layout)
 
 
-def _parse_chunk(chunk: Chunk) -> tuple[str, str, Any, int, int]:
-    """(where, "lines" or "table", output, records, failed) for one chunk of input."""
+def _parse_chunk(chunk: Chunk) -> tuple[str, str, str, Any, int, int]:
+    """(where, file, "lines" or "table", output, records, failed) for one chunk of input."""
     job: Job = _STATE["job"]
     where = chunk.where()
     if job.lines_only:
@@ -108,15 +144,15 @@ def _parse_chunk(chunk: Chunk) -> tuple[str, str, Any, int, int]:
             text, bad = _STATE["records"].line(line)
             lines.append(text)
             failed += bad
-        return where, "lines", lines, len(lines), failed
+        return where, chunk.file, "lines", lines, len(lines), failed
     try:
         if chunk.table is None:
-            table = _STATE["tables"].parse_lines(chunk.lines)
+            table = _STATE["tables"].parse_lines(chunk.lines, chunk.numbers)
         else:
             table = _STATE["tables"].parse_table(chunk.table)
     except (TypeError, KeyError) as error:
         raise InputError(f"{where}: {error}") from None
-    return where, "table", table, table.num_rows, count_failed(table, job.errors)
+    return where, chunk.file, "table", table, table.num_rows, count_failed(table, job.errors)
 
 
 def failed_mask(table: Any, errors: str = "strict") -> list[bool]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import collections
 import json
-import multiprocessing
 import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ __all__ = [
     "ParserSource",
     "RecordParser",
     "Result",
+    "WorkerDied",
     "error_line",
     "ordered_map",
     "parse_records",
@@ -96,12 +96,14 @@ class ParserSource:
 class Columns:
     """Where a record keeps its parts: the response (required), the prompt (the parser's prefix; a
     missing or null prompt is ""), the id (copied to the output) and the tools (a JSON list, or a JSON
-    string of one, used for that record instead of the run's tools). None: not read."""
+    string of one, used for that record instead of the run's tools). None: not read. `required` names
+    the ones a record must have (those a user named explicitly: a misspelt name then fails loudly)."""
 
     response: str = "response"
     prompt: str | None = "prompt"
     id: str | None = "id"
     tools: str | None = None
+    required: frozenset[str] = frozenset()
 
 
 class Result(NamedTuple):
@@ -169,6 +171,9 @@ class RecordParser:
         record_id = record.get(columns.id) if columns.id is not None else None
         response = record.get(columns.response)
         prompt = record.get(columns.prompt) if columns.prompt is not None else None
+        for name in columns.required:
+            if name not in record and name != columns.response:
+                return Result(record_id, None, ("InvalidRecord", f"field {name!r} is missing"), response)
         if not isinstance(response, str):
             found = "missing" if columns.response not in record else f"a {_kind(response)}"
             message = f"field {columns.response!r} must be a string, got {found}"
@@ -226,15 +231,31 @@ def ordered_map(
     initargs: tuple = (),
 ) -> Iterator[Any]:
     """`map(function, items)` in `workers` processes, in order, with a bounded number of items in
-    flight (`Pool.imap` would read its whole input ahead, so memory would grow with the input)."""
-    with multiprocessing.Pool(workers, initializer, initargs) as pool:
+    flight (`Pool.imap` would read its whole input ahead, so memory would grow with the input). A
+    worker that dies (killed, out of memory) fails the run with `WorkerDied` instead of hanging it."""
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    with ProcessPoolExecutor(workers, initializer=initializer, initargs=initargs) as pool:
         pending: collections.deque = collections.deque()
-        for item in items:
-            pending.append(pool.apply_async(function, (item,)))
-            if len(pending) >= workers * WINDOW:
-                yield pending.popleft().get()
-        while pending:
-            yield pending.popleft().get()
+        try:
+            for item in items:
+                pending.append(pool.submit(function, item))
+                if len(pending) >= workers * WINDOW:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        except BrokenProcessPool:
+            raise WorkerDied(
+                "a worker process died (killed, or out of memory?); nothing was written"
+            ) from None
+        finally:
+            for future in pending:
+                future.cancel()
+
+
+class WorkerDied(RuntimeError):
+    """A worker process of `ordered_map` ended without finishing its task."""
 
 
 # A worker process's RecordParser: set by the pool's initializer, in that process only (each pool's

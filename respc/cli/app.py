@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 import traceback
 import warnings
 from typing import Any
 
 from respc._io import InputError, OutputError
 from respc._version import __version__
+from respc.batch.records import WorkerDied
 from respc.cli import compile as compile_command
 from respc.cli import explain, parse, presets, regen
 from respc.cli.errors import UsageError
@@ -43,17 +46,54 @@ def _show_warning(message: Warning | str, category: type, filename: str, lineno:
     print(f"respc: warning: {message}", file=sys.stderr)
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised where the process is so that outputs being written are removed on the way out."""
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise Terminated
+
+
+# The extra that installs a module the command may need.
+EXTRAS = {"jinja2": "compiler", "black": "compiler", "pyarrow": "parquet", "ray": "ray", "datasets": "datasets"}
+
+
+_FORK_HOOK: list[bool] = []
+
+
+def _reset_in_forks() -> None:
+    """A forked worker process ends on SIGTERM, as its pool expects, rather than run `_terminate`
+    (from the moment it exists, before its initializer could change anything)."""
+    if not _FORK_HOOK:
+        os.register_at_fork(after_in_child=lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL))
+        _FORK_HOOK.append(True)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the `respc` command; returns the exit code."""
     args = build_parser().parse_args(argv)
-    with warnings.catch_warnings():  # restores the caller's warning display when main() returns
-        warnings.showwarning = _show_warning
-        return _run(args)
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _terminate)
+        _reset_in_forks()
+    try:
+        with warnings.catch_warnings():  # restores the caller's warning display when main() returns
+            warnings.showwarning = _show_warning
+            return _run(args)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def _run(args: argparse.Namespace) -> int:
     try:
         return args.run(args)
+    except KeyboardInterrupt:
+        print("\nrespc: interrupted", file=sys.stderr)
+        return 130
+    except Terminated:
+        print("respc: terminated", file=sys.stderr)
+        return 143
     except BrokenPipeError:  # `respc presets | head`: the reader left; end quietly, as Python's docs advise
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
@@ -65,12 +105,13 @@ def _run(args: argparse.Namespace) -> int:
         PresetNotFound,
         UnknownTarget,
         TargetTooOld,
+        WorkerDied,
     ) as error:
         return _fail(args, str(error))
     except ImportError as error:
-        return _fail(
-            args, f"{error.name or error}: install the compiler extra: pip install 'respc[compiler]'"
-        )
+        module = (error.name or "").partition(".")[0]
+        extra = EXTRAS.get(module, "compiler")
+        return _fail(args, f"{module or error}: install the {extra} extra: pip install 'respc[{extra}]'")
 
 
 def _fail(args: argparse.Namespace, message: str) -> int:

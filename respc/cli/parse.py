@@ -134,13 +134,17 @@ def _parse_records(args: argparse.Namespace, source: ParserSource, tools: list |
         "tools": args.tools_field,
     }
     defaults = Columns()
-    columns = Columns(**{key: value or getattr(defaults, key) for key, value in named.items()})
+    columns = Columns(
+        **{key: value or getattr(defaults, key) for key, value in named.items()},
+        # named on the command line: must exist (a misspelt name fails loudly); a record's own tools are
+        # optional (without them the run's --tools apply)
+        required=frozenset(v for k, v in named.items() if v is not None and k != "tools"),
+    )
     job = Job(
         source=source,
         input=input_of(args.input, form),
         output=output_of(args.output, args.output_format, args.shard_rows),
         columns=columns,
-        required=frozenset(value for value in named.values() if value is not None),
         tools=tools,
         layout=args.layout,
         errors="keep" if args.lenient else "strict",

@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from targets import KIND, TARGETS, applies, verdict
+from targets import KIND, TARGETS, enforced, verdict
 
 
 def check(run: dict, tolerance: float) -> list[str]:
@@ -28,7 +28,7 @@ def check(run: dict, tolerance: float) -> list[str]:
     for bench in run["benchmarks"]:
         info = bench["extra_info"]
         name = info.get("ratio")
-        if info.get("workload") != "paired" or name not in TARGETS or not TARGETS[name][2]:
+        if info.get("workload") != "paired" or name not in TARGETS or not enforced(name, info["shape"]):
             continue
         found.add((name, info["shape"]))
         bound, met = verdict(name, info["shape"], info["median"], tolerance)
@@ -36,9 +36,9 @@ def check(run: dict, tolerance: float) -> list[str]:
         status = "ok" if met else "MISSED"
         lines.append(f"{status:6} {info['shape']:8} {name}: {info['median']:.2f} (target {sign} {bound:g})")
     if found:
-        for name, (_, _, enforced) in TARGETS.items():
+        for name in TARGETS:
             for shape in KIND:
-                if enforced and applies(name, shape) and (name, shape) not in found:
+                if enforced(name, shape) and (name, shape) not in found:
                     lines.append(f"MISSED {shape:8} {name}: not measured in this run")
     return sorted(lines, key=lambda line: (not line.startswith("MISSED"), line))
 

@@ -17,7 +17,7 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
-from targets import TARGETS, describe
+from targets import CONTENT, TARGETS, TEMPLATES, describe
 
 SECTIONS = ("speed-table", "wire-table", "scale-table")  # README markers, each from its own benchmarks
 WORKLOADS = {
@@ -85,25 +85,32 @@ def render_targets(run: dict, rows: dict[tuple, dict]) -> str:
         if info.get("workload") == "paired":
             paired[(info["shape"], info["ratio"])] = info
     if paired:
-        shapes = sorted({shape for shape, _ in paired})
         counts = sorted({len(info["ratios"]) for info in paired.values()})
         rounds = str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
         lines = [
             "",
-            f"Targets of issue #3, per template: the median of {rounds} "
-            "paired rounds, each timing both sides back to back (`benchmarks/test_targets.py`), so that the "
-            "machine's drift cancels.",
-            "",
-            "| template | " + " | ".join(f"{name} ({target})" for name, target in PAIRED) + " |",
-            "|---|" + "---:|" * len(PAIRED),
+            f"Targets of issues #3 and #17, per template: the median of {rounds} paired rounds, each timing "
+            "both sides back to back (`benchmarks/test_targets.py`), so that the machine's drift cancels. "
+            "A new parser for every response; 500 and 2k are characters.",
         ]
-        for shape in shapes:
-            cells = []
-            for name, _ in PAIRED:
-                info = paired.get((shape, name))
-                unit = "x" if "speed-up" in name or "floor" in name else ""
-                cells.append("—" if info is None else f"{info['median']:.{1 if unit else 2}f}{unit}")
-            lines.append(f"| {shape} | " + " | ".join(cells) + " |")
+        for title, shapes in (("template", TEMPLATES), ("content parser", CONTENT)):
+            names = [(n, t) for n, t in PAIRED if any((shape, n) in paired for shape in shapes)]
+            if not names:
+                continue
+            lines += [
+                "",
+                f"| {title} | " + " | ".join(f"{name} ({target})" for name, target in names) + " |",
+                "|---|" + "---:|" * len(names),
+            ]
+            for shape in shapes:
+                if not any((shape, name) in paired for name, _ in names):
+                    continue
+                cells = []
+                for name, _ in names:
+                    info = paired.get((shape, name))
+                    unit = "x" if "speed-up" in name or "floor" in name else ""
+                    cells.append("—" if info is None else f"{info['median']:.{1 if unit else 2}f}{unit}")
+                lines.append(f"| {shape} | " + " | ".join(cells) + " |")
         return "\n".join(lines) + "\n"
     shapes = sorted({shape for _, shape, _ in rows})
     if not shapes:

@@ -2,8 +2,8 @@
 
 Each ratio that `test_targets.py` records (a median of paired rounds) has a bound per kind of workload:
 "literal" templates delimit every region with literals, "regex" ones have at least one regex
-delimiter, "content" is a content parser timed on its own. Ratios marked as aims are reported, never
-enforced.
+delimiter, "content" is a content parser timed on its own. A bound is enforced, or an aim (reported,
+never enforced): the targets of issue #17 that are not met yet are aims for the kinds that miss them.
 """
 
 from __future__ import annotations
@@ -13,17 +13,29 @@ KIND = {
     "qwen3_5": "regex",
     "gpt_oss": "regex",
     "gemma4": "regex",
+    "lfm2": "regex",  # pythonic tool calls (python-call-list), transformers 5.24
     "python-call-list": "content",
+    "xml-inline": "content",
+    "json-dialect": "content",
+    "kv-lines": "content",
 }
+TEMPLATES = tuple(shape for shape, kind in KIND.items() if kind != "content")
+CONTENT = tuple(shape for shape, kind in KIND.items() if kind == "content")
+ALL: frozenset[str] = frozenset({"literal", "regex", "content"})
 
-# ratio name -> (comparison, {template kind: bound}, enforced)
-TARGETS: dict[str, tuple[str, dict[str, float], bool]] = {
-    "stream 10k speed-up": (">=", {"literal": 8.0, "regex": 4.0}, True),
-    "parse 10k speed-up": (">=", {"literal": 8.0, "regex": 4.0}, True),
-    "stream µs/chunk 1M ÷ 10k": ("<=", {"literal": 1.3, "regex": 1.3}, True),
-    "stream 10k respc ÷ floor": ("<=", {"literal": 2.0, "regex": 2.0}, False),
-    "parse 10k respc ÷ floor": ("<=", {"literal": 2.0, "regex": 2.0}, False),
-    "content parser speed-up": (">=", {"content": 3.0}, True),
+# ratio name -> (comparison, {workload kind: bound}, the kinds whose bound is enforced)
+TARGETS: dict[str, tuple[str, dict[str, float], frozenset[str]]] = {
+    "stream 500 speed-up": (">=", {"literal": 6.0, "regex": 4.0}, frozenset({"literal"})),
+    "stream 2k speed-up": (">=", {"literal": 6.0, "regex": 4.0}, ALL),
+    "stream 10k speed-up": (">=", {"literal": 8.0, "regex": 5.0}, ALL),
+    "parse 500 speed-up": (">=", {"literal": 8.0, "regex": 5.0}, ALL),
+    "parse 2k speed-up": (">=", {"literal": 8.0, "regex": 5.0}, ALL),
+    "parse 10k speed-up": (">=", {"literal": 8.0, "regex": 5.0}, ALL),
+    "batch-1000 speed-up": (">=", {"literal": 8.0, "regex": 8.0}, frozenset({"literal"})),
+    "stream µs/chunk 1M ÷ 10k": ("<=", {"literal": 1.3, "regex": 1.3}, ALL),
+    "stream 10k respc ÷ floor": ("<=", {"literal": 3.0, "regex": 3.0}, frozenset()),
+    "parse 10k respc ÷ floor": ("<=", {"literal": 3.0, "regex": 3.0}, frozenset()),
+    "content parser speed-up": (">=", {"content": 4.0}, frozenset()),
 }
 
 
@@ -32,16 +44,25 @@ def applies(name: str, shape: str) -> bool:
     return KIND[shape] in TARGETS[name][1]
 
 
+def enforced(name: str, shape: str) -> bool:
+    """Whether the bound of `name` for `shape` fails the gate (else it is an aim)."""
+    return applies(name, shape) and KIND[shape] in TARGETS[name][2]
+
+
 def describe(name: str) -> str:
-    """The target as the README's header cell says it: "≥ 8x literal, ≥ 4x regex", "aim ≤ 2"."""
-    comparison, bounds, enforced = TARGETS[name]
+    """The target as the README's header cell says it: "≥ 8x literal, ≥ 4x regex", "aim ≤ 3"."""
+    comparison, bounds, kinds = TARGETS[name]
     sign = "≥" if comparison == ">=" else "≤"
     unit = "x" if "speed-up" in name else ""
-    if len(set(bounds.values())) == 1:
-        text = f"{sign} {next(iter(bounds.values())):g}{unit}"
-    else:
-        text = ", ".join(f"{sign} {bound:g}{unit} {kind}" for kind, bound in bounds.items())
-    return text if enforced else f"aim {text}"
+    parts = []
+    for kind, bound in bounds.items():
+        text = f"{sign} {bound:g}{unit}" + ("" if len(bounds) == 1 else f" {kind}")
+        parts.append(text if kind in kinds else f"aim {text}")
+    if len(set(bounds.values())) == 1 and len(bounds) > 1 and set(bounds) <= kinds:
+        return f"{sign} {next(iter(bounds.values())):g}{unit}"
+    if len(set(bounds.values())) == 1 and len(bounds) > 1 and not set(bounds) & kinds:
+        return f"aim {sign} {next(iter(bounds.values())):g}{unit}"
+    return ", ".join(parts)
 
 
 def verdict(name: str, shape: str, value: float, tolerance: float) -> tuple[float, bool]:

@@ -64,6 +64,51 @@ def test_stream_speedup_10k(benchmark, shape: str) -> None:
     _pairs(benchmark, "stream 10k speed-up", ours, theirs, repeat=(3, 1))
 
 
+SMALL = {500: "500", 2_000: "2k"}
+
+
+@pytest.mark.parametrize("size", sorted(SMALL))
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_stream_speedup_short(benchmark, shape: str, size: int) -> None:
+    """transformers ÷ respc, streaming a short response in 4-character chunks, a new parser for each
+    (issue #17: the length of most chat responses, where setup and the first feeds weigh most)."""
+    tpl, chunks = template(shape), chunks_of(response(shape, size))
+    module = respc.compile_template(tpl)
+    ours = lambda: _stream(lambda: module.ResponseParser(""), chunks)  # noqa: E731
+    theirs = lambda: _stream(lambda: OracleParser(tpl, ""), chunks)  # noqa: E731
+    assert ours() == theirs()
+    benchmark.extra_info.update(shape=shape)
+    repeat = 20_000 // size
+    _pairs(benchmark, f"stream {SMALL[size]} speed-up", ours, theirs, repeat=(repeat, max(1, repeat // 4)))
+
+
+@pytest.mark.parametrize("size", sorted(SMALL))
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_parse_speedup_short(benchmark, shape: str, size: int) -> None:
+    """transformers ÷ respc, parse_response on a short response."""
+    tpl, text = template(shape), response(shape, size)
+    module = respc.compile_template(tpl)
+    ours = lambda: module.parse_response(text, prefix="")  # noqa: E731
+    theirs = lambda: oracle_parse(text, tpl, prefix="")  # noqa: E731
+    assert ours() == theirs()
+    benchmark.extra_info.update(shape=shape)
+    repeat = 200_000 // size
+    _pairs(benchmark, f"parse {SMALL[size]} speed-up", ours, theirs, repeat=(repeat, max(1, repeat // 6)))
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_batch_1000_speedup(benchmark, shape: str) -> None:
+    """transformers ÷ respc, parse_response on 1,000 different short responses (about 300 characters)."""
+    tpl = template(shape)
+    texts = [response(shape, 300, seed) for seed in range(1000)]
+    parse = respc.compile_template(tpl).parse_response
+    ours = lambda: [parse(t, prefix="") for t in texts]  # noqa: E731
+    theirs = lambda: [oracle_parse(t, tpl, prefix="") for t in texts]  # noqa: E731
+    assert ours() == theirs()
+    benchmark.extra_info.update(shape=shape)
+    _pairs(benchmark, "batch-1000 speed-up", ours, theirs, repeat=(1, 1), rounds=9)
+
+
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_parse_speedup_10k(benchmark, shape: str) -> None:
     """transformers ÷ respc, parse_response on a 10k-character message."""
@@ -127,6 +172,49 @@ CALL = (
     'search_{i}(query="weather in city {i}", filters={{"units": "metric", "days": [1, 2, 3], '
     '"nested": {{"a": [true, null, 1.5]}}}}, limit={i}, exact=False)'
 )
+
+
+# The content parsers on their own, on what the benchmark templates' tool calls carry: Qwen3-Coder's
+# XML parameters with JSON values, Gemma 4's JSON dialect, key: value lines.
+CONTENT_CASES = {
+    "xml-inline": (
+        "xml-inline",
+        {
+            "tag_pattern": r"<parameter=(?P<key>[^>\n]+)>\s*(?P<value>.*?)\s*</parameter>",
+            "value_parser": {"name": "json", "args": {"allow_non_json": True}},
+        },
+        "\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n3\n</parameter>\n<parameter=units>\n"
+        'metric\n</parameter>\n<parameter=options>\n{"hourly": true, "alerts": ["wind", "rain"]}\n</parameter>\n',
+    ),
+    "json-dialect": (
+        "json",
+        {"string_delims": [['<|"|>', '<|"|>']], "unquoted_keys": True},
+        '{city:<|"|>Paris<|"|>,days:3,units:<|"|>metric<|"|>,options:{hourly:true,alerts:[<|"|>wind<|"|>,'
+        '<|"|>rain<|"|>]}}',
+    ),
+    "kv-lines": (
+        "kv-lines",
+        {"value_parser": {"name": "json", "args": {"allow_non_json": True}}},
+        'city: Paris\ndays: 3\nunits: metric\nhourly: true\nalerts: ["wind", "rain"]',
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CONTENT_CASES))
+def test_content_parser_speedup(benchmark, case: str) -> None:
+    """transformers ÷ respc, one content parser on its own (the region's value from its raw text)."""
+    from transformers.utils.chat_parsing.content_parsers import parse_content
+
+    from respc.runtime.content import parse_content as ours_parse
+    from respc.runtime.targets import get_target
+
+    release = get_target("5.24")
+    name, args, text = CONTENT_CASES[case]
+    ours = lambda: ours_parse(text, name, args, release)  # noqa: E731
+    theirs = lambda: parse_content(text, name, args)  # noqa: E731
+    assert ours() == theirs()
+    benchmark.extra_info.update(shape=case)
+    _pairs(benchmark, "content parser speed-up", ours, theirs, repeat=(200, 100))
 
 
 def test_python_call_list_speedup(benchmark) -> None:

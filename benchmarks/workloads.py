@@ -7,6 +7,7 @@ import random
 from pathlib import Path
 
 TEMPLATES_DIR = Path(__file__).parent.parent / "tests" / "fixtures" / "templates"
+PRESETS_DIR = Path(__file__).parent.parent / "respc" / "presets"
 WORDS = (
     "the user asks about weather in Paris so I should call the tool and then summarise the forecast "
     "carefully with temperatures wind and rain probability for each day of the week"
@@ -30,12 +31,20 @@ SHAPES = {
         "gemma4",
         lambda r, a: f'<|channel>thought\n{r}<channel|>{a}<|tool_call>call:get_weather{{city:<|"|>Paris<|"|>}}<tool_call|><|tool_response>',
     ),
+    # Pythonic calls (transformers 5.24's python-call-list): the shipped LFM2 preset, calls amid text.
+    "lfm2": (
+        "preset:lfm2",
+        lambda r, a: f"<think>{r}</think>{a[: len(a) // 2]}<|tool_call_start|>[get_weather(city='Paris', "
+        f'days=3), search(query="forecast", limit=5)]<|tool_call_end|>{a[len(a) // 2 :]}<|im_end|>',
+    ),
 }
 SIZES = (1_000, 10_000, 100_000, 1_000_000)
 
 
 def template(shape: str) -> dict:
-    return json.loads((TEMPLATES_DIR / f"{SHAPES[shape][0]}.json").read_text(encoding="utf-8"))
+    name = SHAPES[shape][0]
+    path = PRESETS_DIR / f"{name[7:]}.json" if name.startswith("preset:") else TEMPLATES_DIR / f"{name}.json"
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def prose(size: int, seed: int) -> str:

@@ -101,29 +101,28 @@ def _quote_key(match: Any) -> str:
     return f'{match.group(1)}"{match.group(2)}"{match.group(3)}:'
 
 
+# What a JSON value can start with, after JSON's whitespace (Python's `json` also reads NaN and
+# Infinity): text starting with anything else cannot parse, so `allow_non_json` returns it at once
+# instead of raising and catching a JSONDecodeError (which costs more than the rest of a small value).
+_JSON_STARTS = frozenset('{["-0123456789tfnNI')
+_JSON_SPACE = " \t\n\r"
+
+
+def _cannot_be_json(text: str) -> bool:
+    head = text.lstrip(_JSON_SPACE)
+    return not head or head[0] not in _JSON_STARTS
+
+
 def parse_json(text: str, args: dict, target: Target) -> Any:
     """`json.loads` after the optional dialect rewrites (`string_delims`, then `unquoted_keys`)."""
     string_delims = args.get("string_delims", [])
-    if string_delims and (_SENTINEL_OPEN in text or _SENTINEL_CLOSE in text):
-        raise ValueError(
-            "json: input contains reserved sentinel characters (\\x01/\\x02); cannot parse safely."
-        )
-    working = text
-    extracted: list[str] = []
-
-    def stash(match: Any) -> str:
-        extracted.append(match.group(1))
-        return f"{_SENTINEL_OPEN}{len(extracted) - 1}{_SENTINEL_CLOSE}"
-
-    for open_delim, close_delim in string_delims:
-        working = _string_pattern(open_delim, close_delim).sub(stash, working)
-    if args.get("unquoted_keys", False):
-        if target.json_keys_skip_strings:
-            working = _unquoted_key_outside_strings().sub(_quote_key, working)
-        else:
-            working = _unquoted_key().sub(r'"\1":', working)
-    for index, raw in enumerate(extracted):
-        working = working.replace(f"{_SENTINEL_OPEN}{index}{_SENTINEL_CLOSE}", json.dumps(raw))
+    unquoted_keys = args.get("unquoted_keys", False)
+    if not string_delims and not unquoted_keys:
+        if args.get("allow_non_json") and isinstance(text, str) and _cannot_be_json(text):
+            return _strip(text, args)
+        working = text
+    else:
+        working = _dialect(text, string_delims, unquoted_keys, target)
     try:
         return json.loads(working)
     except json.JSONDecodeError as error:
@@ -139,10 +138,74 @@ def parse_json(text: str, args: dict, target: Target) -> Any:
         ) from error
 
 
+def _dialect(text: str, string_delims: list, unquoted_keys: bool, target: Target) -> str:
+    """The text with `string_delims` strings set aside, bare keys quoted, then the strings put back as
+    JSON strings: upstream's passes, with the same result."""
+    if string_delims and (_SENTINEL_OPEN in text or _SENTINEL_CLOSE in text):
+        raise ValueError(
+            "json: input contains reserved sentinel characters (\\x01/\\x02); cannot parse safely."
+        )
+    working = text
+    extracted: list[str] = []
+    for open_delim, close_delim in string_delims:
+        working = _set_aside(working, open_delim, close_delim, extracted)
+    if unquoted_keys:
+        if target.json_keys_skip_strings:
+            working = _unquoted_key_outside_strings().sub(_quote_key, working)
+        else:
+            working = _unquoted_key().sub(r'"\1":', working)
+    if extracted:
+        # Upstream replaces each placeholder in turn; they are distinct tokens that no other text holds
+        # (input holding the sentinels is refused, json.dumps escapes them), so one pass is the same.
+        strings = [json.dumps(raw) for raw in extracted]
+        working = _placeholder().sub(lambda match: strings[int(match.group(1))], working)
+    return working
+
+
+def _set_aside(working: str, open_delim: str, close_delim: str, extracted: list[str]) -> str:
+    """Upstream's `regex.sub(escape(open) + "(.*?)" + escape(close), ..., DOTALL)`: each open, then the
+    nearest close after it, left to right; found with `str.find` (an open with no close after it has
+    no match, nor has any later open). Empty delimiters keep the regex."""
+    if not open_delim or not close_delim:
+
+        def stash(match: Any) -> str:
+            extracted.append(match.group(1))
+            return f"{_SENTINEL_OPEN}{len(extracted) - 1}{_SENTINEL_CLOSE}"
+
+        return _string_pattern(open_delim, close_delim).sub(stash, working)
+    parts: list[str] = []
+    pos = 0
+    while True:
+        start = working.find(open_delim, pos)
+        if start < 0:
+            break
+        end = working.find(close_delim, start + len(open_delim))
+        if end < 0:
+            break
+        extracted.append(working[start + len(open_delim) : end])
+        parts.append(working[pos:start])
+        parts.append(f"{_SENTINEL_OPEN}{len(extracted) - 1}{_SENTINEL_CLOSE}")
+        pos = end + len(close_delim)
+    if not parts:
+        return working
+    parts.append(working[pos:])
+    return "".join(parts)
+
+
+@lru_cache(maxsize=1)
+def _placeholder() -> Any:
+    import re
+
+    return re.compile("\x01([0-9]+)\x02")
+
+
 def _parse_value(raw: Any, value_parser: dict | None, target: Target) -> Any:
     if value_parser is None:
         return raw
-    return parse_content(raw, value_parser.get("name", "text"), value_parser.get("args", {}), target)
+    name = value_parser.get("name", "text")
+    if name == "json":  # the common value parser, known to every release: no lookup
+        return parse_json(raw, value_parser.get("args", {}), target)
+    return parse_content(raw, name, value_parser.get("args", {}), target)
 
 
 def parse_xml_inline(text: str, args: dict, target: Target) -> dict:
@@ -152,16 +215,41 @@ def parse_xml_inline(text: str, args: dict, target: Target) -> dict:
         raise ValueError("xml-inline: 'tag_pattern' content_arg is required")
     value_parser = args.get("value_parser")
     merge = args.get("merge_duplicates", False)
+    pattern = _tag_pattern(tag_pattern)
+    groups = pattern.groupindex
+    if "key" not in groups:
+        if pattern.search(text) is not None:
+            raise ValueError(f"xml-inline: tag_pattern must have a named group 'key'. Pattern: {tag_pattern}")
+        return {}
+    has_value = "value" in groups
+    out: dict[str, Any] = {}
+    if not merge and has_value:
+        # `findall` builds no match objects (a third of the time), but gives "" for a group that did not
+        # take part where a match object gives None: only an answer without "" can be trusted.
+        key_at, value_at = groups["key"] - 1, groups["value"] - 1
+        found = pattern.findall(text)
+        if found and len(groups) > 1 and pattern.groups == len(groups):
+            if all(row[key_at] and row[value_at] for row in found):
+                for row in found:
+                    out[row[key_at]] = _parse_value(row[value_at], value_parser, target)
+                return out
+    if not merge:
+        for match in pattern.finditer(text):
+            key = match.group("key")
+            if key is None:
+                raise ValueError(
+                    f"xml-inline: tag_pattern must have a named group 'key'. Pattern: {tag_pattern}"
+                )
+            out[key] = _parse_value(match.group("value") if has_value else "", value_parser, target)
+        return out
     wraps_lists = target.xml_merge_wraps_lists
     merged: set[str] = set()
-    out: dict[str, Any] = {}
-    for match in _tag_pattern(tag_pattern).finditer(text):
-        groups = match.groupdict()
-        key = groups.get("key")
+    for match in pattern.finditer(text):
+        key = match.group("key")
         if key is None:
             raise ValueError(f"xml-inline: tag_pattern must have a named group 'key'. Pattern: {tag_pattern}")
-        value = _parse_value(groups.get("value", ""), value_parser, target)
-        if merge and key in out:
+        value = _parse_value(match.group("value") if has_value else "", value_parser, target)
+        if key in out:
             # The first duplicate starts a list; 5.23 extends a first value that is already a list
             # instead of wrapping it (quirk Q15).
             if key not in merged if wraps_lists else not isinstance(out[key], list):

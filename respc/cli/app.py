@@ -55,7 +55,13 @@ def _terminate(signum: int, frame: Any) -> None:
 
 
 # The extra that installs a module the command may need.
-EXTRAS = {"jinja2": "compiler", "black": "compiler", "pyarrow": "parquet", "ray": "ray", "datasets": "datasets"}
+EXTRAS = {
+    "jinja2": "compiler",
+    "black": "compiler",
+    "pyarrow": "parquet",
+    "ray": "ray",
+    "datasets": "datasets",
+}
 
 
 _FORK_HOOK: list[bool] = []

@@ -167,3 +167,40 @@ def test_literal_only_states_match_oracle(template: dict, text: str, cuts: list[
     OracleParser(template, "")  # a valid template: the comparison below must not be of two errors
     theirs = oracle_stream(template, "", chunks)
     assert_same(respc_stream(template, "", chunks), theirs, template, f"chunks={chunks!r}")
+
+
+PRESET_TEXTS = [
+    (name, case["text"], case["prefix"])
+    for name in __import__("respc").presets()
+    for case in __import__("json").loads(
+        (__import__("pathlib").Path(__file__).parent / "fixtures" / "presets" / f"{name}.json").read_text(
+            encoding="utf-8"
+        )
+    )
+]
+
+
+@settings(max_examples=max(EXAMPLES, 60), deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    case=st.sampled_from(PRESET_TEXTS),
+    runs=st.lists(st.sampled_from(["", " ", "\n", " \n\t", "\n\n"]), min_size=1, max_size=4),
+    cuts=st.lists(st.integers(min_value=1, max_value=7), min_size=1, max_size=6),
+)
+def test_delimiters_held_across_chunks_match_oracle(case: tuple, runs: list[str], cuts: list[int]) -> None:
+    """Every preset's realistic outputs, with whitespace runs put before its delimiters' first
+    characters, cut into small chunks: each delimiter is held across several feeds, through the
+    held-prefix paths (a literal's prefix, a regex's partial match) and the lead-run path."""
+    import respc
+
+    name, text, prefix = case
+    widened = "".join(
+        runs[i % len(runs)] + char if char in "<[" else char for i, char in enumerate(text)
+    )  # `<` and `[` start most delimiters
+    chunks, at = [], 0
+    while at < len(widened):
+        step = cuts[len(chunks) % len(cuts)]
+        chunks.append(widened[at : at + step])
+        at += step
+    template = respc.load_preset(name).TEMPLATE
+    ours = respc_stream(template, prefix, chunks)
+    assert_same(ours, oracle_stream(template, prefix, chunks), template, f"{name} chunks={chunks!r}")

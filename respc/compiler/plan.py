@@ -176,6 +176,17 @@ class State:
         return tuple(sorted(set(found), key=lambda stem: (-len(stem), stem)))
 
     @property
+    def partials(self) -> tuple[str, ...]:
+        """The constants of the watched regex delimiters' whole patterns: held text that one of them still
+        matches partially at its start, chunk added, is a hold there, so the chunk only grows the
+        buffer (the runtime's held-prefix path, for regex delimiters)."""
+        return tuple(
+            d.whole_const if d.method == "lead" else d.const
+            for d in self.watches
+            if d.anchor.literals is None
+        )
+
+    @property
     def table_literals(self) -> tuple[str, ...]:
         return tuple(literal for literal, _, _ in self.literal_table or ())
 
@@ -383,7 +394,7 @@ class ParserPlan:
         for d in self.delimiters:
             if d.anchor.literals is None and d.const in self.used_delimiters:
                 names.append(d.const)
-                if d.const in self.rechecked_leads:
+                if d.method == "lead":
                     names.append(d.whole_const)
         names += [s.starts_const for s in self.states if s.starts_const and s.starts_engine == "regex"]
         return tuple(names)

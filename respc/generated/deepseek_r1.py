@@ -53,7 +53,8 @@ REASONING_CONTENT_CLOSE = "</think>"
 TOOL_CALLS_OPEN_RE = LazyRegex(
     r"(?:<｜tool▁calls▁begin｜>\s*)?<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<name>[^\n]+)\n```json\n"
 )
-# The whole pattern, to recheck a match that ends before the buffer's edge.
+# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
+# rechecked with it.
 TOOL_CALLS_OPEN_WHOLE = LazyRegex(
     r"\s*(?:<｜tool▁calls▁begin｜>\s*)?<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<name>[^\n]+)\n```json\n"
 )
@@ -61,7 +62,8 @@ TOOL_CALLS_CLOSE = "\n```<｜tool▁call▁end｜>"
 # /\s*(?:<｜tool▁calls▁end｜>|<｜end▁of▁sentence｜>)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"(?:<｜tool▁calls▁end｜>|<｜end▁of▁sentence｜>)")
-# The whole pattern, to recheck a match that ends before the buffer's edge.
+# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
+# rechecked with it.
 CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*(?:<｜tool▁calls▁end｜>|<｜end▁of▁sentence｜>)")
 CONTENT_CLOSE_PREFIX = "<｜"  # every match of the rest starts with this
 START_ANCHOR_LITERALS = ("<｜tool▁outputs▁end｜>", "<｜Assistant｜>")
@@ -225,6 +227,10 @@ class ResponseParser(CompiledParser):
             start_char="<",
             runs=(RUN_WHITESPACE,),
             stems=("<think>",),
+            partials=(
+                TOOL_CALLS_OPEN_WHOLE,
+                CONTENT_CLOSE_WHOLE,
+            ),
         ),
         "reasoning_content": State(
             scan=_scan_reasoning_content, end_scan=_end_reasoning_content, start_char="<", stems=("</think>",)

@@ -50,7 +50,8 @@ TRANSFORMERS_TARGET = "5.24"
 TOOL_CALLS_OPEN_RE = LazyRegex(
     r"(?:<｜tool▁calls▁begin｜>\s*)?<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<name>[^\n]+)\n```json\n"
 )
-# The whole pattern, to recheck a match that ends before the buffer's edge.
+# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
+# rechecked with it.
 TOOL_CALLS_OPEN_WHOLE = LazyRegex(
     r"\s*(?:<｜tool▁calls▁begin｜>\s*)?<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<name>[^\n]+)\n```json\n"
 )
@@ -58,7 +59,8 @@ TOOL_CALLS_CLOSE = "\n```<｜tool▁call▁end｜>"
 # /\s*(?:<｜tool▁calls▁end｜>|<｜end▁of▁sentence｜>)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"(?:<｜tool▁calls▁end｜>|<｜end▁of▁sentence｜>)")
-# The whole pattern, to recheck a match that ends before the buffer's edge.
+# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
+# rechecked with it.
 CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*(?:<｜tool▁calls▁end｜>|<｜end▁of▁sentence｜>)")
 CONTENT_CLOSE_PREFIX = "<｜"  # every match of the rest starts with this
 START_ANCHOR_LITERALS = ("<｜tool▁outputs▁end｜>", "<｜Assistant｜>")
@@ -175,7 +177,16 @@ class ResponseParser(CompiledParser):
     TEMPLATE = TEMPLATE
     IMPLICIT = "content"
     STATES: ClassVar[dict] = {
-        "content": State(scan=_scan_outside, end_scan=_end_outside, start_char="<", runs=(RUN_WHITESPACE,)),
+        "content": State(
+            scan=_scan_outside,
+            end_scan=_end_outside,
+            start_char="<",
+            runs=(RUN_WHITESPACE,),
+            partials=(
+                TOOL_CALLS_OPEN_WHOLE,
+                CONTENT_CLOSE_WHOLE,
+            ),
+        ),
         "tool_calls": State(
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,

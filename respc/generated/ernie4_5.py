@@ -213,11 +213,18 @@ class ResponseParser(CompiledParser):
     TEMPLATE = TEMPLATE
     IMPLICIT = None
     STATES: ClassVar[dict] = {
-        None: State(scan=_scan_outside, end_scan=_end_outside, stems=("<response>\n", "<tool_call>")),
+        None: State(
+            scan=_scan_outside,
+            end_scan=_end_outside,
+            stems=("<response>\n", "<tool_call>"),
+            partials=(REASONING_CONTENT_OPEN_RE,),
+        ),
         "reasoning_content": State(
             scan=_scan_reasoning_content, end_scan=_end_reasoning_content, start_char="<", stems=("</think>",)
         ),
-        "content": State(scan=_scan_content, end_scan=_end_content, starts=_CONTENT_STARTS),
+        "content": State(
+            scan=_scan_content, end_scan=_end_content, starts=_CONTENT_STARTS, partials=(CONTENT_CLOSE_RE,)
+        ),
         "tool_calls": State(
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,

@@ -164,7 +164,7 @@ class ResponseParser(CompiledParser):
     TEMPLATE = TEMPLATE
     IMPLICIT = "content"
     STATES: ClassVar[dict] = {
-        "content": State(scan=_scan_outside, end_scan=_end_outside),
+        "content": State(scan=_scan_outside, end_scan=_end_outside, partials=(TOOL_CALLS_OPEN_RE,)),
         "tool_calls": State(scan=_scan_tool_calls, end_scan=_end_tool_calls, start_char="<", dirty=True),
     }
     FIELDS: ClassVar[dict] = {

@@ -217,6 +217,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_outside,
             start_char="<",
             stems=("<|channel>thought\n", "<|tool_call>call:"),
+            partials=(TOOL_CALLS_OPEN_RE,),
         ),
         "reasoning_content": State(
             scan=_scan_reasoning_content,

@@ -55,21 +55,24 @@ TRANSFORMERS_TARGET = "5.24"
 # /\s*<think>/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 REASONING_CONTENT_OPEN_RE = LazyRegex(r"<think>")
-# The whole pattern, to recheck a match that ends before the buffer's edge.
+# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
+# rechecked with it.
 REASONING_CONTENT_OPEN_WHOLE = LazyRegex(r"\s*<think>")
 REASONING_CONTENT_OPEN_PREFIX = "<think>"  # every match of the rest starts with this
 REASONING_CONTENT_CLOSE = "</think>"
 # /\s*<tool_call>\s*(?P<name>[^\s<]+)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 TOOL_CALLS_OPEN_RE = LazyRegex(r"<tool_call>\s*(?P<name>[^\s<]+)")
-# The whole pattern, to recheck a match that ends before the buffer's edge.
+# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
+# rechecked with it.
 TOOL_CALLS_OPEN_WHOLE = LazyRegex(r"\s*<tool_call>\s*(?P<name>[^\s<]+)")
 TOOL_CALLS_OPEN_PREFIX = "<tool_call>"  # every match of the rest starts with this
 TOOL_CALLS_CLOSE = "</tool_call>"
 # /\s*(?:<\|user\|>|<\|observation\|>|<\|endoftext\|>)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"(?:<\|user\|>|<\|observation\|>|<\|endoftext\|>)")
-# The whole pattern, to recheck a match that ends before the buffer's edge.
+# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
+# rechecked with it.
 CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*(?:<\|user\|>|<\|observation\|>|<\|endoftext\|>)")
 CONTENT_CLOSE_PREFIX = "<|"  # every match of the rest starts with this
 START_ANCHOR_LITERALS = ("<|assistant|>",)
@@ -240,6 +243,11 @@ class ResponseParser(CompiledParser):
             start_char="<",
             runs=(RUN_WHITESPACE,),
             stems=("<tool_call>", "<think>"),
+            partials=(
+                REASONING_CONTENT_OPEN_WHOLE,
+                TOOL_CALLS_OPEN_WHOLE,
+                CONTENT_CLOSE_WHOLE,
+            ),
         ),
         "reasoning_content": State(
             scan=_scan_reasoning_content, end_scan=_end_reasoning_content, start_char="<", stems=("</think>",)

@@ -266,6 +266,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_outside,
             start_char="<",
             stems=("<|channel|>analysis<|message|>", "<|channel|>final<|message|>"),
+            partials=(TOOL_CALLS_OPEN_RE,),
         ),
         "reasoning_content": State(
             scan=_scan_reasoning_content, end_scan=_end_reasoning_content, start_char="<", stems=("<|end|>",)

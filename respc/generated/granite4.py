@@ -45,14 +45,16 @@ TRANSFORMERS_TARGET = "5.24"
 # /\s*<tool_call>/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 TOOL_CALLS_OPEN_RE = LazyRegex(r"<tool_call>")
-# The whole pattern, to recheck a match that ends before the buffer's edge.
+# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
+# rechecked with it.
 TOOL_CALLS_OPEN_WHOLE = LazyRegex(r"\s*<tool_call>")
 TOOL_CALLS_OPEN_PREFIX = "<tool_call>"  # every match of the rest starts with this
 TOOL_CALLS_CLOSE = "</tool_call>"
 # /\s*<\|end_of_text\|>/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"<\|end_of_text\|>")
-# The whole pattern, to recheck a match that ends before the buffer's edge.
+# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
+# rechecked with it.
 CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*<\|end_of_text\|>")
 CONTENT_CLOSE_PREFIX = "<|end_of_text|>"  # every match of the rest starts with this
 START_ANCHOR_LITERALS = ("<|start_of_role|>assistant<|end_of_role|>",)
@@ -167,6 +169,10 @@ class ResponseParser(CompiledParser):
             start_char="<",
             runs=(RUN_WHITESPACE,),
             stems=("<|end_of_text|>", "<tool_call>"),
+            partials=(
+                TOOL_CALLS_OPEN_WHOLE,
+                CONTENT_CLOSE_WHOLE,
+            ),
         ),
         "tool_calls": State(
             scan=_scan_tool_calls,

@@ -50,14 +50,16 @@ REASONING_CONTENT_CLOSE = "</think>"
 # /\s*<tool_calls>/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 TOOL_CALLS_OPEN_RE = LazyRegex(r"<tool_calls>")
-# The whole pattern, to recheck a match that ends before the buffer's edge.
+# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
+# rechecked with it.
 TOOL_CALLS_OPEN_WHOLE = LazyRegex(r"\s*<tool_calls>")
 TOOL_CALLS_OPEN_PREFIX = "<tool_calls>"  # every match of the rest starts with this
 TOOL_CALLS_CLOSE = "</tool_calls>"
 # /\s*(?:<answer>|</answer>|<\|eos\|>|助手：)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"(?:<answer>|</answer>|<\|eos\|>|助手：)")
-# The whole pattern, to recheck a match that ends before the buffer's edge.
+# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
+# rechecked with it.
 CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*(?:<answer>|</answer>|<\|eos\|>|助手：)")
 START_ANCHOR_LITERALS = ("<|extra_0|>",)
 START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
@@ -213,6 +215,10 @@ class ResponseParser(CompiledParser):
             starts=_OUTSIDE_STARTS,
             runs=(RUN_WHITESPACE,),
             stems=("<tool_calls>", "<think>"),
+            partials=(
+                TOOL_CALLS_OPEN_WHOLE,
+                CONTENT_CLOSE_WHOLE,
+            ),
         ),
         "reasoning_content": State(
             scan=_scan_reasoning_content, end_scan=_end_reasoning_content, start_char="<", stems=("</think>",)

@@ -236,7 +236,15 @@ class ResponseParser(CompiledParser):
     TEMPLATE = TEMPLATE
     IMPLICIT = None
     STATES: ClassVar[dict] = {
-        None: State(scan=_scan_outside, end_scan=_end_outside),
+        None: State(
+            scan=_scan_outside,
+            end_scan=_end_outside,
+            partials=(
+                CONTENT_OPEN_RE,
+                REASONING_CONTENT_OPEN_RE,
+                TOOL_CALLS_OPEN_RE,
+            ),
+        ),
         "reasoning_content": State(
             scan=_scan_reasoning_content,
             end_scan=_end_reasoning_content,

@@ -49,14 +49,16 @@ TRANSFORMERS_TARGET = "5.24"
 # /\s*<\|action_start\|><\|plugin\|>/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 TOOL_CALLS_OPEN_RE = LazyRegex(r"<\|action_start\|><\|plugin\|>")
-# The whole pattern, to recheck a match that ends before the buffer's edge.
+# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
+# rechecked with it.
 TOOL_CALLS_OPEN_WHOLE = LazyRegex(r"\s*<\|action_start\|><\|plugin\|>")
 TOOL_CALLS_OPEN_PREFIX = "<|action_start|><|plugin|>"  # every match of the rest starts with this
 TOOL_CALLS_CLOSE = "<|action_end|>"
 # /\s*<\|im_end\|>/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"<\|im_end\|>")
-# The whole pattern, to recheck a match that ends before the buffer's edge.
+# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
+# rechecked with it.
 CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*<\|im_end\|>")
 CONTENT_CLOSE_PREFIX = "<|im_end|>"  # every match of the rest starts with this
 START_ANCHOR_LITERALS = ("<|im_start|>assistant\n",)
@@ -177,6 +179,10 @@ class ResponseParser(CompiledParser):
             start_char="<",
             runs=(RUN_WHITESPACE,),
             stems=("<|action_start|><|plugin|>", "<|im_end|>"),
+            partials=(
+                TOOL_CALLS_OPEN_WHOLE,
+                CONTENT_CLOSE_WHOLE,
+            ),
         ),
         "tool_calls": State(
             scan=_scan_tool_calls,

@@ -46,14 +46,16 @@ TRANSFORMERS_TARGET = "5.24"
 # /\s*<tool_calls>/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 TOOL_CALLS_OPEN_RE = LazyRegex(r"<tool_calls>")
-# The whole pattern, to recheck a match that ends before the buffer's edge.
+# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
+# rechecked with it.
 TOOL_CALLS_OPEN_WHOLE = LazyRegex(r"\s*<tool_calls>")
 TOOL_CALLS_OPEN_PREFIX = "<tool_calls>"  # every match of the rest starts with this
 TOOL_CALLS_CLOSE = "</tool_calls>"
 # /\s*<\|eom\|>/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"<\|eom\|>")
-# The whole pattern, to recheck a match that ends before the buffer's edge.
+# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
+# rechecked with it.
 CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*<\|eom\|>")
 CONTENT_CLOSE_PREFIX = "<|eom|>"  # every match of the rest starts with this
 START_ANCHOR_LITERALS = ("<|bom|><|assistant|>",)
@@ -170,6 +172,10 @@ class ResponseParser(CompiledParser):
             start_char="<",
             runs=(RUN_WHITESPACE,),
             stems=("<tool_calls>", "<|eom|>"),
+            partials=(
+                TOOL_CALLS_OPEN_WHOLE,
+                CONTENT_CLOSE_WHOLE,
+            ),
         ),
         "tool_calls": State(
             scan=_scan_tool_calls,

@@ -65,7 +65,8 @@ REASONING_CONTENT_CLOSE_RE = LazyRegex(r"</think>|(?=<\|tool_calls_section_begin
 TOOL_CALLS_OPEN_RE = LazyRegex(
     r"(?:<\|tool_calls_section_begin\|>\s*)?<\|tool_call_begin\|>\s*(?P<id>(?:[^\s<:]*\.)?(?P<name>[^\s<:.]+):\d+)\s*<\|tool_call_argument_begin\|>"
 )
-# The whole pattern, to recheck a match that ends before the buffer's edge.
+# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
+# rechecked with it.
 TOOL_CALLS_OPEN_WHOLE = LazyRegex(
     r"\s*(?:<\|tool_calls_section_begin\|>\s*)?<\|tool_call_begin\|>\s*(?P<id>(?:[^\s<:]*\.)?(?P<name>[^\s<:.]+):\d+)\s*<\|tool_call_argument_begin\|>"
 )
@@ -73,7 +74,8 @@ TOOL_CALLS_CLOSE = "<|tool_call_end|>"
 # /\s*(?:<\|tool_calls_section_end\|>|<\|im_end\|>)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"(?:<\|tool_calls_section_end\|>|<\|im_end\|>)")
-# The whole pattern, to recheck a match that ends before the buffer's edge.
+# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
+# rechecked with it.
 CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*(?:<\|tool_calls_section_end\|>|<\|im_end\|>)")
 CONTENT_CLOSE_PREFIX = "<|"  # every match of the rest starts with this
 START_ANCHOR_LITERALS = ("<|im_assistant|>assistant<|im_middle|>",)
@@ -245,8 +247,16 @@ class ResponseParser(CompiledParser):
             start_char="<",
             runs=(RUN_WHITESPACE,),
             stems=("<think>",),
+            partials=(
+                TOOL_CALLS_OPEN_WHOLE,
+                CONTENT_CLOSE_WHOLE,
+            ),
         ),
-        "reasoning_content": State(scan=_scan_reasoning_content, end_scan=_end_reasoning_content),
+        "reasoning_content": State(
+            scan=_scan_reasoning_content,
+            end_scan=_end_reasoning_content,
+            partials=(REASONING_CONTENT_CLOSE_RE,),
+        ),
         "tool_calls": State(
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,

@@ -58,7 +58,8 @@ TOOL_CALLS_CLOSE_RE = LazyRegex(
 # /\s*(?:<\|eot_id\|>|<\|eom_id\|>)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"(?:<\|eot_id\|>|<\|eom_id\|>)")
-# The whole pattern, to recheck a match that ends before the buffer's edge.
+# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
+# rechecked with it.
 CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*(?:<\|eot_id\|>|<\|eom_id\|>)")
 CONTENT_CLOSE_PREFIX = "<|eo"  # every match of the rest starts with this
 START_ANCHOR_LITERALS = ("<|start_header_id|>assistant<|end_header_id|>\n\n",)
@@ -183,9 +184,21 @@ class ResponseParser(CompiledParser):
     TEMPLATE = TEMPLATE
     IMPLICIT = "content"
     STATES: ClassVar[dict] = {
-        "content": State(scan=_scan_outside, end_scan=_end_outside, runs=(RUN_WHITESPACE,)),
+        "content": State(
+            scan=_scan_outside,
+            end_scan=_end_outside,
+            runs=(RUN_WHITESPACE,),
+            partials=(
+                TOOL_CALLS_OPEN_RE,
+                CONTENT_CLOSE_WHOLE,
+            ),
+        ),
         "tool_calls": State(
-            scan=_scan_tool_calls, end_scan=_end_tool_calls, starts=_TOOL_CALLS_STARTS, dirty=True
+            scan=_scan_tool_calls,
+            end_scan=_end_tool_calls,
+            starts=_TOOL_CALLS_STARTS,
+            partials=(TOOL_CALLS_CLOSE_RE,),
+            dirty=True,
         ),
     }
     FIELDS: ClassVar[dict] = {

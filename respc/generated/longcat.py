@@ -48,14 +48,16 @@ REASONING_CONTENT_CLOSE = "</longcat_think>"
 # /\s*<longcat_tool_call>/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 TOOL_CALLS_OPEN_RE = LazyRegex(r"<longcat_tool_call>")
-# The whole pattern, to recheck a match that ends before the buffer's edge.
+# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
+# rechecked with it.
 TOOL_CALLS_OPEN_WHOLE = LazyRegex(r"\s*<longcat_tool_call>")
 TOOL_CALLS_OPEN_PREFIX = "<longcat_tool_call>"  # every match of the rest starts with this
 TOOL_CALLS_CLOSE = "</longcat_tool_call>"
 # /\s*</longcat_s>/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"</longcat_s>")
-# The whole pattern, to recheck a match that ends before the buffer's edge.
+# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
+# rechecked with it.
 CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*</longcat_s>")
 CONTENT_CLOSE_PREFIX = "</longcat_s>"  # every match of the rest starts with this
 START_ANCHOR_LITERALS = ("ASSISTANT:",)
@@ -211,6 +213,10 @@ class ResponseParser(CompiledParser):
             start_char="<",
             runs=(RUN_WHITESPACE,),
             stems=("<longcat_tool_call>", "<longcat_think>", "</longcat_s>"),
+            partials=(
+                TOOL_CALLS_OPEN_WHOLE,
+                CONTENT_CLOSE_WHOLE,
+            ),
         ),
         "reasoning_content": State(
             scan=_scan_reasoning_content,

@@ -53,7 +53,8 @@ TOOL_CALLS_CLOSE = "</invoke>"
 # /\s*(?:</minimax:tool_call>|\[e~\[)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"(?:</minimax:tool_call>|\[e~\[)")
-# The whole pattern, to recheck a match that ends before the buffer's edge.
+# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
+# rechecked with it.
 CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*(?:</minimax:tool_call>|\[e~\[)")
 START_ANCHOR_LITERALS = ("]~b]ai\n",)
 START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
@@ -207,7 +208,14 @@ class ResponseParser(CompiledParser):
     IMPLICIT = "content"
     STATES: ClassVar[dict] = {
         "content": State(
-            scan=_scan_outside, end_scan=_end_outside, runs=(RUN_WHITESPACE,), stems=("<think>",)
+            scan=_scan_outside,
+            end_scan=_end_outside,
+            runs=(RUN_WHITESPACE,),
+            stems=("<think>",),
+            partials=(
+                TOOL_CALLS_OPEN_RE,
+                CONTENT_CLOSE_WHOLE,
+            ),
         ),
         "reasoning_content": State(
             scan=_scan_reasoning_content, end_scan=_end_reasoning_content, start_char="<", stems=("</think>",)

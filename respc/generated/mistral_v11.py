@@ -232,12 +232,18 @@ class ResponseParser(CompiledParser):
     IMPLICIT = "content"
     STATES: ClassVar[dict] = {
         "content": State(
-            scan=_scan_outside, end_scan=_end_outside, starts=_OUTSIDE_STARTS, stems=("[TOOL_CALLS]", "</s>")
+            scan=_scan_outside,
+            end_scan=_end_outside,
+            starts=_OUTSIDE_STARTS,
+            stems=("[TOOL_CALLS]", "</s>"),
+            partials=(TOOL_CALLS_OPEN_RE,),
         ),
         "reasoning_content": State(
             scan=_scan_reasoning_content, end_scan=_end_reasoning_content, starts=_REASONING_CONTENT_STARTS
         ),
-        "tool_calls": State(scan=_scan_tool_calls, end_scan=_end_tool_calls, dirty=True),
+        "tool_calls": State(
+            scan=_scan_tool_calls, end_scan=_end_tool_calls, partials=(TOOL_CALLS_CLOSE_RE,), dirty=True
+        ),
     }
     FIELDS: ClassVar[dict] = {
         "reasoning_content": Field(value=_value_reasoning_content),

@@ -50,14 +50,16 @@ REASONING_CONTENT_CLOSE = "</think>"
 # /\s*<TOOLCALL>/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 TOOL_CALLS_OPEN_RE = LazyRegex(r"<TOOLCALL>")
-# The whole pattern, to recheck a match that ends before the buffer's edge.
+# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
+# rechecked with it.
 TOOL_CALLS_OPEN_WHOLE = LazyRegex(r"\s*<TOOLCALL>")
 TOOL_CALLS_OPEN_PREFIX = "<TOOLCALL>"  # every match of the rest starts with this
 TOOL_CALLS_CLOSE = "</TOOLCALL>"
 # /\s*(?:<\|eot_id\|>|<SPECIAL_12>)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"(?:<\|eot_id\|>|<SPECIAL_12>)")
-# The whole pattern, to recheck a match that ends before the buffer's edge.
+# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
+# rechecked with it.
 CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*(?:<\|eot_id\|>|<SPECIAL_12>)")
 CONTENT_CLOSE_PREFIX = "<"  # every match of the rest starts with this
 START_ANCHOR_LITERALS = ("<|start_header_id|>assistant<|end_header_id|>\n\n", "<SPECIAL_11>Assistant\n")
@@ -215,6 +217,10 @@ class ResponseParser(CompiledParser):
             start_char="<",
             runs=(RUN_WHITESPACE,),
             stems=("<TOOLCALL>", "<think>"),
+            partials=(
+                TOOL_CALLS_OPEN_WHOLE,
+                CONTENT_CLOSE_WHOLE,
+            ),
         ),
         "reasoning_content": State(
             scan=_scan_reasoning_content, end_scan=_end_reasoning_content, start_char="<", stems=("</think>",)

@@ -46,14 +46,16 @@ TRANSFORMERS_TARGET = "5.24"
 # /\s*functools(?=\s*\[\s*\{)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 TOOL_CALLS_OPEN_RE = LazyRegex(r"functools(?=\s*\[\s*\{)")
-# The whole pattern, to recheck a match that ends before the buffer's edge.
+# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
+# rechecked with it.
 TOOL_CALLS_OPEN_WHOLE = LazyRegex(r"\s*functools(?=\s*\[\s*\{)")
 TOOL_CALLS_OPEN_PREFIX = "functools"  # every match of the rest starts with this
 TOOL_CALLS_CLOSE = ("<|endoftext|>", "<|end|>")
 # /\s*(?:<\|end\|>|<\|endoftext\|>)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"(?:<\|end\|>|<\|endoftext\|>)")
-# The whole pattern, to recheck a match that ends before the buffer's edge.
+# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
+# rechecked with it.
 CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*(?:<\|end\|>|<\|endoftext\|>)")
 CONTENT_CLOSE_PREFIX = "<|end"  # every match of the rest starts with this
 START_ANCHOR_LITERALS = ("<|assistant|>",)
@@ -182,6 +184,10 @@ class ResponseParser(CompiledParser):
             starts=_OUTSIDE_STARTS,
             runs=(RUN_WHITESPACE,),
             stems=("functools",),
+            partials=(
+                TOOL_CALLS_OPEN_WHOLE,
+                CONTENT_CLOSE_WHOLE,
+            ),
         ),
         "tool_calls": State(scan=_scan_tool_calls, end_scan=_end_tool_calls, start_char="<", dirty=True),
     }

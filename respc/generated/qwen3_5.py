@@ -53,7 +53,8 @@ REASONING_CONTENT_CLOSE = "</think>"
 # /\s*<tool_call>\s*<function=(?P<name>[^>\n]+)>/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 TOOL_CALLS_OPEN_RE = LazyRegex(r"<tool_call>\s*<function=(?P<name>[^>\n]+)>")
-# The whole pattern, to recheck a match that ends before the buffer's edge.
+# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
+# rechecked with it.
 TOOL_CALLS_OPEN_WHOLE = LazyRegex(r"\s*<tool_call>\s*<function=(?P<name>[^>\n]+)>")
 TOOL_CALLS_OPEN_PREFIX = "<tool_call>"  # every match of the rest starts with this
 TOOL_CALLS_CLOSE_RE = LazyRegex(r"</function>\s*</tool_call>")
@@ -61,7 +62,8 @@ TOOL_CALLS_CLOSE_PREFIX = "</function>"  # every match starts with this
 # /\s*(?:<\|im_end\|>|<\|endoftext\|>)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"(?:<\|im_end\|>|<\|endoftext\|>)")
-# The whole pattern, to recheck a match that ends before the buffer's edge.
+# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
+# rechecked with it.
 CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*(?:<\|im_end\|>|<\|endoftext\|>)")
 CONTENT_CLOSE_PREFIX = "<|"  # every match of the rest starts with this
 START_ANCHOR_LITERALS = ("<|im_start|>assistant\n",)
@@ -232,6 +234,10 @@ class ResponseParser(CompiledParser):
             start_char="<",
             runs=(RUN_WHITESPACE,),
             stems=("<tool_call>", "<think>"),
+            partials=(
+                TOOL_CALLS_OPEN_WHOLE,
+                CONTENT_CLOSE_WHOLE,
+            ),
         ),
         "reasoning_content": State(
             scan=_scan_reasoning_content, end_scan=_end_reasoning_content, start_char="<", stems=("</think>",)
@@ -241,6 +247,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_tool_calls,
             start_char="<",
             stems=("</function>",),
+            partials=(TOOL_CALLS_CLOSE_RE,),
             dirty=True,
         ),
     }

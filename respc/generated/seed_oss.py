@@ -51,14 +51,16 @@ REASONING_CONTENT_CLOSE = "</seed:think>"
 # /\s*<seed:tool_call>\s*<function=(?P<name>[^>\n]+)>/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 TOOL_CALLS_OPEN_RE = LazyRegex(r"<seed:tool_call>\s*<function=(?P<name>[^>\n]+)>")
-# The whole pattern, to recheck a match that ends before the buffer's edge.
+# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
+# rechecked with it.
 TOOL_CALLS_OPEN_WHOLE = LazyRegex(r"\s*<seed:tool_call>\s*<function=(?P<name>[^>\n]+)>")
 TOOL_CALLS_OPEN_PREFIX = "<seed:tool_call>"  # every match of the rest starts with this
 TOOL_CALLS_CLOSE = "</seed:tool_call>"
 # /\s*<seed:eos>/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"<seed:eos>")
-# The whole pattern, to recheck a match that ends before the buffer's edge.
+# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
+# rechecked with it.
 CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*<seed:eos>")
 CONTENT_CLOSE_PREFIX = "<seed:eos>"  # every match of the rest starts with this
 START_ANCHOR_LITERALS = ("<seed:bos>assistant\n",)
@@ -222,6 +224,10 @@ class ResponseParser(CompiledParser):
             start_char="<",
             runs=(RUN_WHITESPACE,),
             stems=("<seed:tool_call>", "<seed:think>", "<seed:eos>"),
+            partials=(
+                TOOL_CALLS_OPEN_WHOLE,
+                CONTENT_CLOSE_WHOLE,
+            ),
         ),
         "reasoning_content": State(
             scan=_scan_reasoning_content,

@@ -57,7 +57,8 @@ REASONING_CONTENT_CLOSE = "</think>"
 TOOL_CALLS_OPEN_RE = LazyRegex(
     r'(?:<｜tool_calls_begin｜>\s*)?(?:<｜tool_sep｜>\s*)?<｜tool_call_begin｜>\s*(?:function\s*<｜tool_sep｜>\s*)?<steptml:invoke name="(?P<name>[^"]+)">'
 )
-# The whole pattern, to recheck a match that ends before the buffer's edge.
+# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
+# rechecked with it.
 TOOL_CALLS_OPEN_WHOLE = LazyRegex(
     r'\s*(?:<｜tool_calls_begin｜>\s*)?(?:<｜tool_sep｜>\s*)?<｜tool_call_begin｜>\s*(?:function\s*<｜tool_sep｜>\s*)?<steptml:invoke name="(?P<name>[^"]+)">'
 )
@@ -66,7 +67,8 @@ TOOL_CALLS_CLOSE_PREFIX = "</steptml:invoke>"  # every match starts with this
 # /\s*(?:<｜tool_calls_end｜>|<\|EOT\|>)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"(?:<｜tool_calls_end｜>|<\|EOT\|>)")
-# The whole pattern, to recheck a match that ends before the buffer's edge.
+# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
+# rechecked with it.
 CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*(?:<｜tool_calls_end｜>|<\|EOT\|>)")
 CONTENT_CLOSE_PREFIX = "<"  # every match of the rest starts with this
 START_ANCHOR_LITERALS = ("<|BOT|>assistant\n",)
@@ -239,6 +241,10 @@ class ResponseParser(CompiledParser):
             start_char="<",
             runs=(RUN_WHITESPACE,),
             stems=("<think>",),
+            partials=(
+                TOOL_CALLS_OPEN_WHOLE,
+                CONTENT_CLOSE_WHOLE,
+            ),
         ),
         "reasoning_content": State(
             scan=_scan_reasoning_content, end_scan=_end_reasoning_content, start_char="<", stems=("</think>",)
@@ -248,6 +254,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_tool_calls,
             start_char="<",
             stems=("</steptml:invoke>",),
+            partials=(TOOL_CALLS_CLOSE_RE,),
             dirty=True,
         ),
     }

@@ -33,10 +33,12 @@ class State:
     are the characters of the trailing runs that `\\s*<x>`-style delimiters hold back; `dirty` is the
     flag of the chunks routed in this state. `stems` are texts a watched delimiter's match can start
     with anywhere (its literals, a regex's literal prefix): held text that stays a proper prefix of one
-    is a partial match, so the chunk that extends it is only added to the buffer.
+    is a partial match, so the chunk that extends it is only added to the buffer; `partials` are the
+    watched regex delimiters' whole patterns, for which the same holds while one still matches the held
+    text partially at its start.
     """
 
-    __slots__ = ("dirty", "end_scan", "entered", "runs", "scan", "start_char", "starts", "stems")
+    __slots__ = ("dirty", "end_scan", "entered", "partials", "runs", "scan", "start_char", "starts", "stems")
 
     def __init__(
         self,
@@ -48,6 +50,7 @@ class State:
         runs: tuple[frozenset[str], ...] = (),
         dirty: bool = False,
         stems: tuple[str, ...] = (),
+        partials: tuple[Any, ...] = (),
     ) -> None:
         self.scan = scan
         self.end_scan = end_scan
@@ -56,9 +59,10 @@ class State:
         self.runs = runs
         self.dirty = dirty
         self.stems = stems
+        self.partials = partials
         # What entering the state sets, in the order `CompiledParser._enter` unpacks it: one unpack
-        # instead of seven attribute reads, since a whole-message parse changes state at every delimiter.
-        self.entered = (scan, end_scan, start_char, starts, runs, dirty, stems)
+        # instead of eight attribute reads, since a whole-message parse changes state at every delimiter.
+        self.entered = (scan, end_scan, start_char, starts, runs, dirty, stems, partials)
 
 
 class Field:

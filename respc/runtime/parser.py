@@ -30,7 +30,7 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from respc.runtime.contract import check_contract
-from respc.runtime.scan import LazyRegex, run_start
+from respc.runtime.scan import LazyRegex, partial_at, run_start
 from respc.runtime.tools import coerce_tool_calls, tool_params
 
 TYPE_CHECKING = False  # typing costs ~5 ms to import: keep it off a generated module's import path
@@ -117,6 +117,7 @@ class CompiledParser:
         self._run_pieces: list[str] = []  # the lead-run path's newest pieces of a held run, not yet in _buf
         self._run_pieces_limit = _COALESCE
         self._held: str | None = None  # held text that is a proper prefix of a stem (the held-prefix path)
+        self._held_pattern: Any = None  # or the regex delimiter it is a partial match of
         self._discard = False  # like _plain, outside explicit regions of a template without implicit field
         self._reset()
         self.initial_events: list[dict] = []
@@ -177,6 +178,7 @@ class CompiledParser:
             self._runs,
             self._dirty,
             self._stems,
+            self._partials,
         ) = self.STATES[state].entered
 
     def _reset(self) -> None:
@@ -235,6 +237,7 @@ class CompiledParser:
                 routed = self._buf[self._pos :] + text[:cut]
                 self._buf = routed[-1] + text[cut:]  # one character of context, as _trim keeps
                 self._pos = 1
+                self._held = None  # the held text is now the chunk's trailing run
                 parts = self._parts  # `_route`'s append, inlined
                 parts.append(routed)
                 if len(parts) >= self._parts_limit:
@@ -243,11 +246,18 @@ class CompiledParser:
                     {"type": "region_chunk", "field": self._current, "text": routed, "dirty": self._dirty}
                 ]
         held = self._held
-        if held is not None and text:
+        if held is not None and text and not self._run_pieces:  # pieces set aside extend the held text
             grown = held + text  # a non-str chunk raises TypeError here, as upstream's concatenation
             for stem in self._stems:
                 if len(stem) > len(grown) and stem.startswith(grown):
                     self._buf += text
+                    self._held = grown
+                    return []
+            pattern = self._held_pattern
+            if pattern is not None:
+                buf = self._buf + text
+                if partial_at(pattern, buf, self._pos):
+                    self._buf = buf
                     self._held = grown
                     return []
         return self._feed_slow(text)
@@ -282,7 +292,7 @@ class CompiledParser:
             self._rejoin_run()
         self._plain = False  # until this feed has finished without error
         self._lead_run = None
-        self._held = None
+        self._held = self._held_pattern = None
         self._discard = False
         events: list[dict] = []
         if text and self._skips_scan(text):
@@ -299,12 +309,17 @@ class CompiledParser:
                 self._lead_run = runs[0] if len(runs) == 1 else None
         elif self._current is None and self._start_char is not None and self.CONTEXT is not None:
             self._discard = not self._runs and self._pos == len(self._buf) and not self._empty_open
-        if self._stems and self._pos < len(self._buf):
+        if self._pos < len(self._buf) and (self._stems or self._partials):
             rest = self._buf[self._pos :]
-            for stem in self._stems:
-                if len(stem) > len(rest) and stem.startswith(rest):
-                    self._held = rest
-                    break
+            if any(len(stem) > len(rest) and stem.startswith(rest) for stem in self._stems):
+                self._held = rest
+            else:
+                # The regex delimiter whose partial match holds the text, if one does: the next feed
+                # checks only it.
+                for pattern in self._partials:
+                    if partial_at(pattern, self._buf, self._pos):
+                        self._held, self._held_pattern = rest, pattern
+                        break
         return events
 
     def _skips_scan(self, text: str) -> bool:
@@ -361,7 +376,7 @@ class CompiledParser:
             self._rejoin_run()
         self._plain = False
         self._lead_run = None
-        self._held = None
+        self._held = self._held_pattern = None
         self._discard = False
         events: list[dict] = []
         self._process(events, True)

@@ -24,6 +24,7 @@ __all__ = [
     "RUN_WHITESPACE",
     "LazyRegex",
     "SearchTimeout",
+    "partial_at",
     "partial_start",
     "run_start",
     "scan_lead",
@@ -114,6 +115,20 @@ def _search(pattern: Any, buf: str, pos: int, partial: bool) -> Any:
             f"respc: searching for the delimiter /{pattern.pattern}/ took longer than the {_LIMIT[0]} s "
             "limit set with respc.runtime.scan.set_search_timeout"
         ) from error
+
+
+def partial_at(pattern: Any, buf: str, pos: int) -> bool:
+    """Whether `pattern` matches `buf` at `pos` in a way that may still grow: partially, or completely up
+    to the end of the buffer (which a streaming scan never takes as final, quirk Q19). Either way the
+    scan holds the text from `pos`, and nothing before it can be committed."""
+    try:
+        match = pattern.match(buf, pos, partial=True, timeout=_LIMIT[0])
+    except TimeoutError as error:
+        raise SearchTimeout(
+            f"respc: searching for the delimiter /{pattern.pattern}/ took longer than the {_LIMIT[0]} s "
+            "limit set with respc.runtime.scan.set_search_timeout"
+        ) from error
+    return match is not None and (match.partial or match.end() == len(buf))
 
 
 def partial_start(buf: str, pos: int, literal: str) -> int:

@@ -231,6 +231,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_outside,
             start_char="<",
             stems=("<|channel|>analysis<|message|>", "<|channel|>final<|message|>"),
+            partials=(TOOL_CALLS_OPEN_RE,),
         ),
         "thinking": State(scan=_scan_thinking, end_scan=_end_thinking, start_char="<", stems=("<|end|>",)),
         "content": State(scan=_scan_content, end_scan=_end_content, start_char="<", stems=("<|end|>",)),

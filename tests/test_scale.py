@@ -531,7 +531,12 @@ def test_a_dead_worker_stops_the_run_instead_of_hanging(tmp_path: Path) -> None:
             workers += (task / "children").read_text().split()
     time.sleep(0.5)
     os.kill(int(workers[0]), signal.SIGKILL)
-    _, err = process.communicate(timeout=60)
+    try:
+        _, err = process.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()  # the run hung (ProcessPoolExecutor did, when the kill came mid-answer)
+        process.communicate()
+        pytest.fail("the run hung after its worker was killed")
     assert process.returncode == 2 and "a worker process died" in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
 

@@ -11,12 +11,13 @@ never share one.
 
 from __future__ import annotations
 
-import collections
 import json
 import types
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
+
+from respc.batch.pool import WorkerDied, ordered_map
 
 __all__ = [
     "CHUNK",
@@ -33,7 +34,6 @@ __all__ = [
 
 LAYOUTS = ("json", "typed")  # of Arrow outputs (respc.batch.arrow): the message as JSON, or also typed
 CHUNK = 256  # records per task sent to a worker: amortises the inter-process round trip
-WINDOW = 4  # tasks in flight per worker: enough to keep workers busy, bounded so memory stays flat
 
 
 @dataclass(frozen=True)
@@ -220,42 +220,6 @@ def error_line(record_id: Any, kind: str, message: str, response: Any) -> str:
     """The output line of a record that failed: its id, the error and the raw response."""
     error = {"id": record_id, "error": {"type": kind, "message": message}, "response": response}
     return json.dumps(error, ensure_ascii=False, default=str)
-
-
-def ordered_map(
-    function: Callable[[Any], Any],
-    items: Iterable[Any],
-    *,
-    workers: int,
-    initializer: Callable[..., None] | None = None,
-    initargs: tuple = (),
-) -> Iterator[Any]:
-    """`map(function, items)` in `workers` processes, in order, with a bounded number of items in
-    flight (`Pool.imap` would read its whole input ahead, so memory would grow with the input). A
-    worker that dies (killed, out of memory) fails the run with `WorkerDied` instead of hanging it."""
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
-
-    with ProcessPoolExecutor(workers, initializer=initializer, initargs=initargs) as pool:
-        pending: collections.deque = collections.deque()
-        try:
-            for item in items:
-                pending.append(pool.submit(function, item))
-                if len(pending) >= workers * WINDOW:
-                    yield pending.popleft().result()
-            while pending:
-                yield pending.popleft().result()
-        except BrokenProcessPool:
-            raise WorkerDied(
-                "a worker process died (killed, or out of memory?); nothing was written"
-            ) from None
-        finally:
-            for future in pending:
-                future.cancel()
-
-
-class WorkerDied(RuntimeError):
-    """A worker process of `ordered_map` ended without finishing its task."""
 
 
 # A worker process's RecordParser: set by the pool's initializer, in that process only (each pool's

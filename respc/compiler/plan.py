@@ -162,13 +162,17 @@ class State:
         literal prefix a regex (or the part after its lead run) starts with, when its pattern is written
         as that literal first and looks nowhere else. Held text that is a proper prefix of a stem is a
         partial match at its start, so a chunk that keeps it one cannot commit or route anything (the
-        runtime's held-prefix path). Not a literal list: a shorter member found complete in the held
-        text wins over the partial of a longer one (`scan_literals`), and that is not a hold."""
+        runtime's held-prefix path). A literal list's member only when no other member is found inside
+        it: a member found complete in the held text wins over the partial of a longer one
+        (`scan_literals`), and that is not a hold."""
         found: list[str] = []
         for d in self.watches:
             if d.anchor.literals is not None:
-                if len(d.literals) == 1:
-                    found += d.literals
+                found += [
+                    literal
+                    for literal in d.literals
+                    if not any(other != literal and other in literal for other in d.literals)
+                ]
             elif d.prefix and not _LOOKS_BACK.search(d.anchor.pattern):
                 searched = d.rest or d.anchor.pattern
                 if searched.startswith(regex.escape(d.prefix)):

@@ -215,7 +215,12 @@ class ResponseParser(CompiledParser):
             start_char="<",
             stems=("<|START_RESPONSE|>", "<|START_THINKING|>", "<|START_ACTION|>"),
         ),
-        "content": State(scan=_scan_content, end_scan=_end_content, start_char="<"),
+        "content": State(
+            scan=_scan_content,
+            end_scan=_end_content,
+            start_char="<",
+            stems=("<|END_OF_TURN_TOKEN|>", "<|END_RESPONSE|>"),
+        ),
         "reasoning_content": State(
             scan=_scan_reasoning_content,
             end_scan=_end_reasoning_content,

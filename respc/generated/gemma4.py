@@ -216,7 +216,7 @@ class ResponseParser(CompiledParser):
             scan=_scan_outside,
             end_scan=_end_outside,
             start_char="<",
-            stems=("<|channel>thought\n", "<|tool_call>call:"),
+            stems=("<|channel>thought\n", "<|tool_call>call:", "<|tool_response>", "<turn|>", "<eos>"),
             partials=(TOOL_CALLS_OPEN_RE,),
         ),
         "reasoning_content": State(

@@ -271,8 +271,19 @@ class ResponseParser(CompiledParser):
         "reasoning_content": State(
             scan=_scan_reasoning_content, end_scan=_end_reasoning_content, start_char="<", stems=("<|end|>",)
         ),
-        "content": State(scan=_scan_content, end_scan=_end_content, start_char="<"),
-        "tool_calls": State(scan=_scan_tool_calls, end_scan=_end_tool_calls, start_char="<", dirty=True),
+        "content": State(
+            scan=_scan_content,
+            end_scan=_end_content,
+            start_char="<",
+            stems=("<|return|>", "<|call|>", "<|end|>"),
+        ),
+        "tool_calls": State(
+            scan=_scan_tool_calls,
+            end_scan=_end_tool_calls,
+            start_char="<",
+            stems=("<|return|>", "<|call|>"),
+            dirty=True,
+        ),
     }
     FIELDS: ClassVar[dict] = {
         "reasoning_content": Field(value=_value_reasoning_content),

@@ -164,8 +164,19 @@ class ResponseParser(CompiledParser):
     TEMPLATE = TEMPLATE
     IMPLICIT = "content"
     STATES: ClassVar[dict] = {
-        "content": State(scan=_scan_outside, end_scan=_end_outside, partials=(TOOL_CALLS_OPEN_RE,)),
-        "tool_calls": State(scan=_scan_tool_calls, end_scan=_end_tool_calls, start_char="<", dirty=True),
+        "content": State(
+            scan=_scan_outside,
+            end_scan=_end_outside,
+            stems=("<|eom_id|>", "<|eot_id|>"),
+            partials=(TOOL_CALLS_OPEN_RE,),
+        ),
+        "tool_calls": State(
+            scan=_scan_tool_calls,
+            end_scan=_end_tool_calls,
+            start_char="<",
+            stems=("<|eom_id|>", "<|eot_id|>"),
+            dirty=True,
+        ),
     }
     FIELDS: ClassVar[dict] = {
         "tool_calls": Field(value=_value_tool_calls),

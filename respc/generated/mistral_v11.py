@@ -235,11 +235,14 @@ class ResponseParser(CompiledParser):
             scan=_scan_outside,
             end_scan=_end_outside,
             starts=_OUTSIDE_STARTS,
-            stems=("[TOOL_CALLS]", "</s>"),
+            stems=("[TOOL_CALLS]", "<think>", "[THINK]", "</s>"),
             partials=(TOOL_CALLS_OPEN_RE,),
         ),
         "reasoning_content": State(
-            scan=_scan_reasoning_content, end_scan=_end_reasoning_content, starts=_REASONING_CONTENT_STARTS
+            scan=_scan_reasoning_content,
+            end_scan=_end_reasoning_content,
+            starts=_REASONING_CONTENT_STARTS,
+            stems=("</think>", "[/THINK]"),
         ),
         "tool_calls": State(
             scan=_scan_tool_calls, end_scan=_end_tool_calls, partials=(TOOL_CALLS_CLOSE_RE,), dirty=True

@@ -189,7 +189,13 @@ class ResponseParser(CompiledParser):
                 CONTENT_CLOSE_WHOLE,
             ),
         ),
-        "tool_calls": State(scan=_scan_tool_calls, end_scan=_end_tool_calls, start_char="<", dirty=True),
+        "tool_calls": State(
+            scan=_scan_tool_calls,
+            end_scan=_end_tool_calls,
+            start_char="<",
+            stems=("<|endoftext|>", "<|end|>"),
+            dirty=True,
+        ),
     }
     FIELDS: ClassVar[dict] = {
         "tool_calls": Field(value=_value_tool_calls),

@@ -13,11 +13,14 @@ bodies as lists of parts, so every feed costs O(chunk + held text).
 |---|---|---|
 | plain chunk | a region is open, nothing is held, the state watches no lead runs, and the chunk holds no character a watched delimiter starts with | routes the chunk as one event |
 | lead run | the state watches `\\s*<x>`-style delimiters of one run class, and neither the chunk nor the held text holds a start character | routes up to the chunk's trailing run and holds the run (a chunk that is all run is set aside, not copied) |
+| held prefix | the held text, chunk added, is still a proper prefix of a stem (or a partial match of the regex holding it) | grows the buffer |
+| fresh hold (`_hold_stem`) | nothing is held and the chunk ends with a proper prefix of a stem, after text with no start character | routes that text (plain or discard states) and holds the rest |
 | skip scan (`_feed_slow`) | no start character in the chunk (nor, when lead runs are watched, in the held text) | routes without scanning, holding trailing runs |
 | full pass (`_process`) | otherwise | the oracle's pass: scan, commit, route, hold |
 
 `_plain` and `_lead_run` say whether the first two apply; `_feed_slow` sets them when a feed ends at
-rest. A template without regex delimiters keeps no context (`CONTEXT` 0) and declares
+rest (`_rest`: it finished without error, so the fresh-hold path may start from its state). A template
+without regex delimiters keeps no context (`CONTEXT` 0) and declares
 `feed = CompiledParser.feed_without_context`, whose plain-chunk path does not even keep the chunk.
 
 Routed text reaches a region's body through `_route` (append, coalesce long bodies, emit the chunk). The
@@ -119,6 +122,7 @@ class CompiledParser:
         self._held: str | None = None  # held text that is a proper prefix of a stem (the held-prefix path)
         self._held_pattern: Any = None  # or the regex delimiter it is a partial match of
         self._discard = False  # like _plain, outside explicit regions of a template without implicit field
+        self._rest = True  # the last feed (or construction) finished without error, and not finalized
         self._reset()
         self.initial_events: list[dict] = []
         if remainder:
@@ -260,6 +264,10 @@ class CompiledParser:
                     self._buf = buf
                     self._held = grown
                     return []
+        elif self._stems and text and self._rest and self._pos == len(self._buf) and not self._run_pieces:
+            held = self._hold_stem(text)
+            if held is not None:
+                return held
         return self._feed_slow(text)
 
     def feed_without_context(self, text: str) -> list[dict]:
@@ -283,14 +291,41 @@ class CompiledParser:
                     self._buf += text
                     self._held = grown
                     return []
+        elif self._stems and text and self._rest and self._pos == len(self._buf):
+            held = self._hold_stem(text)
+            if held is not None:
+                return held
         return self._feed_slow(text)
+
+    def _hold_stem(self, text: str) -> list[dict] | None:
+        """Nothing is held and the chunk ends with a proper prefix of a stem, after text that holds no start
+        character (the whole chunk, unless a plain or discard path applies): the oracle's pass finds that
+        partial match where the chunk's text stops routing, and no match can commit at or after it. So
+        route what comes before it and hold the rest, without a scan. None when the chunk is not so."""
+        buf = self._buf + text  # a non-str chunk raises TypeError here, as upstream's concatenation
+        cut = _find(text, self._start_char) if self._plain or self._discard else 0
+        rest = text[cut:] if cut else text
+        for stem in self._stems:
+            if len(stem) > len(rest) and stem.startswith(rest):
+                break
+        else:
+            return None
+        self._buf = buf
+        self._pos += cut
+        self._held = rest
+        events: list[dict] = []
+        if cut and self._plain:
+            self._route(events, text[:cut])
+        self._plain = self._discard = False  # held text: the full pass decides the next chunk
+        self._trim()
+        return events
 
     def _feed_slow(self, text: str) -> list[dict]:
         if self._finalized:
             raise RuntimeError("ResponseParser already finalized")
         if self._run_pieces:
             self._rejoin_run()
-        self._plain = False  # until this feed has finished without error
+        self._plain = self._rest = False  # until this feed has finished without error
         self._lead_run = None
         self._held = self._held_pattern = None
         self._discard = False
@@ -320,6 +355,7 @@ class CompiledParser:
                     if partial_at(pattern, self._buf, self._pos):
                         self._held, self._held_pattern = rest, pattern
                         break
+        self._rest = True
         return events
 
     def _skips_scan(self, text: str) -> bool:
@@ -374,7 +410,7 @@ class CompiledParser:
             raise RuntimeError("ResponseParser already finalized")
         if self._run_pieces:
             self._rejoin_run()
-        self._plain = False
+        self._plain = self._rest = False
         self._lead_run = None
         self._held = self._held_pattern = None
         self._discard = False

@@ -145,6 +145,23 @@ BODIES = st.one_of(
             '{a:<|"|>unterminated}',
             "<k>1</k><k>[2]</k><j>[]</j><j>[]</j>",
             "[f(a=1, b=[1, {'x': None}]), g()]",
+            # whole words and integers, which the json parser answers without json.loads
+            "0",
+            "-0",
+            "00",
+            "007",
+            "7",
+            "123456789012345",
+            "1234567890123456",
+            "9" * 4400,
+            "true",
+            "false",
+            "null",
+            "True",
+            "\u00b2",
+            "\uff11\uff12",
+            "<k>007</k><j>true</j><i>12</i><h>null</h>",
+            "a: 0\nb: 012\nc: false\nd: 99",
         ]
     ),
 )
@@ -385,3 +402,72 @@ def test_a_generated_parser_can_be_subclassed() -> None:
     parser = Counting("")
     parser.feed("<think>x</think>")
     assert Counting.fed == 1 and parser.finalize()[0]["reasoning_content"] == "x"
+
+
+# Tag patterns for the `re` twin: what templates write, and the constructs the twin must read as `regex`.
+TWIN_PATTERNS = (
+    *TAG_PATTERNS,
+    r"<parameter=(?P<key>[^>\n]+)>\s*(?P<value>.*?)\s*</parameter>",
+    r"(?P<key>\w+)\s*=\s*(?P<value>\S+)",
+    r"^(?P<key>[A-Za-z_]\w*):(?P<value>.*?)$",
+    r"\b(?P<key>\w+)\b(?=:)\W+(?P<value>\d+|\D)",
+    r"(?<=<)(?P<key>[a-z]+)>(?P<value>(?:(?!</).)*)",
+    r"\A\s*(?P<key>x|xy|\w{2,3}?)(?P<value>[\s\S]+?)\Z",
+    r"(?P<key>[^\s=]+)=(?P<value>'[^']*'|\"[^\"]*\"|\S*)",
+    r"\B(?P<key>b)(?P<value>\x1c|\x1f|\x0b|\x0c|\x85)",
+    content._KEY_OUTSIDE_STRINGS,  # json's unquoted_keys (5.24)
+)
+TWIN_TEXT = st.text(alphabet=st.characters(max_codepoint=127), max_size=40) | st.sampled_from(
+    [
+        "<a>1</a><b> x </b>",
+        "<parameter=x>\n\x1c 1 \x1f\n</parameter><parameter=y>\x0b\x0c2\t</parameter>",
+        "a=1 b = 2\x1cc=\x1f3",
+        "key:value\nk2:v2\n",
+        "x y_z: 12, w: 3",
+        '{a:1, "b,c:d": {e\x1c:2}, \x1cf :"x\\"y,z:1"}',
+    ]
+)
+
+
+def test_the_ascii_twin_reads_the_escapes_as_regex_does() -> None:
+    import re
+
+    import regex
+
+    for escape in (r"\s", r"\S", r"\w", r"\W", r"\d", r"\D"):
+        ours = {chr(c) for c in range(128) if re.fullmatch(escape, chr(c), re.ASCII)}
+        theirs = {chr(c) for c in range(128) if regex.fullmatch(escape, chr(c))}
+        assert ours == theirs, escape
+    for text in ("a b", "_1-", "\x1ca\x1f", "é"[:0] + "x\ty"):
+        assert [m.span() for m in re.finditer(r"\b", text, re.ASCII)] == [
+            m.span() for m in regex.finditer(r"\b", text)
+        ]
+
+
+def test_only_patterns_both_engines_read_alike_get_an_ascii_twin() -> None:
+    assert all(content._ascii_twin(pattern) is not None for pattern in TWIN_PATTERNS)
+    for pattern in (
+        r"(?i)<a>",
+        r"[[:alpha:]]",
+        r"\p{L}+",
+        r"a*",
+        r"(?m)^a",
+        r"(?x)a b",
+        r"[a--b]",
+        r"[a&&b]",
+    ):
+        assert content._ascii_twin(pattern) is None, pattern
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.sampled_from(TWIN_PATTERNS), TWIN_TEXT)
+def test_the_ascii_twin_matches_as_regex_on_ascii_text(pattern: str, text: str) -> None:
+    import regex
+
+    twin, original = content._ascii_twin(pattern), regex.compile(pattern, regex.DOTALL)
+
+    def matches(compiled: object) -> list:
+        return [(m.span(), m.groups(), m.groupdict()) for m in compiled.finditer(text)]
+
+    assert matches(twin) == matches(original)
+    assert twin.findall(text) == original.findall(text)

@@ -19,8 +19,7 @@ bodies as lists of parts, so every feed costs O(chunk + held text).
 | full pass (`_process`) | otherwise | the oracle's pass: scan, commit, route, hold |
 
 `_plain` and `_lead_run` say whether the first two apply; `_feed_slow` sets them when a feed ends at
-rest (`_rest`: it finished without error, so the fresh-hold path may start from its state). A template
-without regex delimiters keeps no context (`CONTEXT` 0) and declares
+rest. A template without regex delimiters keeps no context (`CONTEXT` 0) and declares
 `feed = CompiledParser.feed_without_context`, whose plain-chunk path does not even keep the chunk.
 
 Routed text reaches a region's body through `_route` (append, coalesce long bodies, emit the chunk). The
@@ -107,6 +106,8 @@ class CompiledParser:
 
     def _start(self, remainder: str, tools: dict[str, dict], keep_errors: bool) -> None:
         """The state right after construction: `remainder` is the prefix past its last start anchor."""
+        # 29 attributes in all: CPython shares one key table among instances of up to 30 attributes, and
+        # a 30th made creating a parser and reading its attributes slower (a whole-message parse +15%).
         self._remainder = remainder  # what `restart` replays (not the whole prompt)
         self._tools = tools
         # errors="keep": a region that fails to parse is reported here instead of raising (not upstream).
@@ -122,7 +123,6 @@ class CompiledParser:
         self._held: str | None = None  # held text that is a proper prefix of a stem (the held-prefix path)
         self._held_pattern: Any = None  # or the regex delimiter it is a partial match of
         self._discard = False  # like _plain, outside explicit regions of a template without implicit field
-        self._rest = True  # the last feed (or construction) finished without error, and not finalized
         self._reset()
         self.initial_events: list[dict] = []
         if remainder:
@@ -264,7 +264,13 @@ class CompiledParser:
                     self._buf = buf
                     self._held = grown
                     return []
-        elif self._stems and text and self._rest and self._pos == len(self._buf) and not self._run_pieces:
+        elif (
+            self._stems
+            and text
+            and not self._finalized
+            and self._pos == len(self._buf)
+            and not self._run_pieces
+        ):
             held = self._hold_stem(text)
             if held is not None:
                 return held
@@ -291,7 +297,7 @@ class CompiledParser:
                     self._buf += text
                     self._held = grown
                     return []
-        elif self._stems and text and self._rest and self._pos == len(self._buf):
+        elif self._stems and text and not self._finalized and self._pos == len(self._buf):
             held = self._hold_stem(text)
             if held is not None:
                 return held
@@ -301,7 +307,9 @@ class CompiledParser:
         """Nothing is held and the chunk ends with a proper prefix of a stem, after text that holds no start
         character (the whole chunk, unless a plain or discard path applies): the oracle's pass finds that
         partial match where the chunk's text stops routing, and no match can commit at or after it. So
-        route what comes before it and hold the rest, without a scan. None when the chunk is not so."""
+        route what comes before it and hold the rest, without a scan. None when the chunk is not so.
+        (After a feed that raised, the state entered and the buffer are still the oracle's, so the same
+        holds there.)"""
         buf = self._buf + text  # a non-str chunk raises TypeError here, as upstream's concatenation
         cut = _find(text, self._start_char) if self._plain or self._discard else 0
         rest = text[cut:] if cut else text
@@ -325,7 +333,7 @@ class CompiledParser:
             raise RuntimeError("ResponseParser already finalized")
         if self._run_pieces:
             self._rejoin_run()
-        self._plain = self._rest = False  # until this feed has finished without error
+        self._plain = False  # until this feed has finished without error
         self._lead_run = None
         self._held = self._held_pattern = None
         self._discard = False
@@ -355,7 +363,6 @@ class CompiledParser:
                     if partial_at(pattern, self._buf, self._pos):
                         self._held, self._held_pattern = rest, pattern
                         break
-        self._rest = True
         return events
 
     def _skips_scan(self, text: str) -> bool:
@@ -410,7 +417,7 @@ class CompiledParser:
             raise RuntimeError("ResponseParser already finalized")
         if self._run_pieces:
             self._rejoin_run()
-        self._plain = self._rest = False
+        self._plain = False
         self._lead_run = None
         self._held = self._held_pattern = None
         self._discard = False

@@ -436,3 +436,18 @@ def test_search_timeout_turns_a_runaway_search_into_a_clear_error() -> None:
         set_search_timeout(None)
     with pytest.raises(ValueError, match="positive number"):
         set_search_timeout(0)
+
+
+def test_nested_repeats_stay_on_regex_whose_guards_defuse_them() -> None:
+    """A whole-message scan runs a delimiter on `re` for ASCII text only when the pattern has no repeat or
+    alternation inside a repeat: `regex` answers `(a+)+$` on 40 a's at once, `re` would take hours."""
+    code = (
+        "import respc\n"
+        "t = {'start_anchor': 'a', 'fields': {'x': {'open': '<x>', 'close_pattern': '(a+)+$'}}}\n"
+        "import warnings; warnings.simplefilter('ignore')\n"
+        "m = respc.compile_template(t)\n"
+        "print(m.parse_response('<x>' + 'a' * 40 + '!', prefix=''))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "'x': '" + "a" * 40 + "!'" in done.stdout

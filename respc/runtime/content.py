@@ -11,6 +11,7 @@ import json
 from functools import lru_cache
 
 from respc.runtime.calls import parse_python_call_list
+from respc.runtime.scan import ascii_twin
 
 TYPE_CHECKING = False  # typing costs ~5 ms to import: keep it off a generated module's import path
 if TYPE_CHECKING:
@@ -80,85 +81,6 @@ def _tag_pattern(tag_pattern: str) -> Any:
     return regex.compile(tag_pattern, flags=regex.DOTALL)
 
 
-# Where `re` and `regex` agree: on ASCII text, `re` with the ASCII flag reads `\s`, `\w`, `\d` and `\b`
-# as `regex` does (`\s` is ` \t\n\v\f\r` for both; `re` without the flag also takes U+001C-U+001F),
-# and the constructs below mean the same in both. `re` is about three times faster on a short text.
-_NEUTRAL_SEQUENCES = ("[[", "[:", "--", "&&", "||", "~~")  # nested sets, set operations
-
-
-@lru_cache(maxsize=256)
-def _ascii_twin(pattern: str) -> Any:
-    r"""`pattern` compiled by `re` (ASCII, DOTALL) when it matches every ASCII text exactly as the `regex`
-    compile does, else None: only literals, classes of literals, ranges and the six escapes `\d\D\s\S\w\W`,
-    groups without flags, alternation, greedy and lazy repeats, `^ $ \A \Z \b \B`, backreferences and
-    lookarounds; no inline flags but `s`; no match of the empty string (where `findall` and `sub` step
-    differently); and nothing either engine reads in its own way (`[[:alpha:]]`, set operations)."""
-    import re
-
-    try:
-        from re import _constants as sre  # Python 3.11+
-        from re import _parser as sre_parse
-    except ImportError:  # pragma: no cover - Python 3.10
-        import sre_constants as sre  # type: ignore[no-redef]
-        import sre_parse  # type: ignore[no-redef]
-
-    if not isinstance(pattern, str) or any(sequence in pattern for sequence in _NEUTRAL_SEQUENCES):
-        return None
-    try:
-        compiled = re.compile(pattern, re.ASCII | re.DOTALL)
-        parsed = sre_parse.parse(pattern, re.ASCII | re.DOTALL)
-    except (re.error, RecursionError, OverflowError, ValueError):
-        return None
-    if compiled.flags & (re.IGNORECASE | re.MULTILINE | re.VERBOSE | re.LOCALE) or parsed.getwidth()[0] == 0:
-        return None
-    categories = {
-        sre.CATEGORY_DIGIT,
-        sre.CATEGORY_NOT_DIGIT,
-        sre.CATEGORY_SPACE,
-        sre.CATEGORY_NOT_SPACE,
-        sre.CATEGORY_WORD,
-        sre.CATEGORY_NOT_WORD,
-    }
-    positions = {
-        sre.AT_BEGINNING,
-        sre.AT_BEGINNING_STRING,
-        sre.AT_END,
-        sre.AT_END_STRING,
-        sre.AT_BOUNDARY,
-        sre.AT_NON_BOUNDARY,
-    }
-
-    def neutral(items: Any) -> bool:
-        for op, arg in items:
-            if op in (sre.LITERAL, sre.NOT_LITERAL, sre.ANY, sre.GROUPREF):
-                continue
-            if op is sre.IN:
-                for item_op, item_arg in arg:
-                    if item_op is sre.CATEGORY:
-                        if item_arg not in categories:
-                            return False
-                    elif item_op not in (sre.LITERAL, sre.RANGE, sre.NEGATE):
-                        return False
-            elif op is sre.AT:
-                if arg not in positions:
-                    return False
-            elif op is sre.BRANCH:
-                if not all(neutral(branch) for branch in arg[1]):
-                    return False
-            elif op is sre.SUBPATTERN:
-                _, added, removed, body = arg
-                if added or removed or not neutral(body):
-                    return False
-            elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.ASSERT, sre.ASSERT_NOT):
-                if not neutral(arg[-1]):
-                    return False
-            else:
-                return False
-        return True
-
-    return compiled if neutral(parsed) else None
-
-
 @lru_cache(maxsize=1)
 def _unquoted_key() -> Any:
     import regex
@@ -175,6 +97,16 @@ def _unquoted_key_outside_strings() -> Any:
     import regex
 
     return regex.compile(_KEY_OUTSIDE_STRINGS)
+
+
+@lru_cache(maxsize=1)
+def _unquoted_key_outside_strings_ascii() -> Any:
+    """`re`'s twin of the pattern above for ASCII text. `ascii_twin` refuses it for the alternation inside
+    its string repeat, but the two alternatives start with different characters (a backslash, anything
+    else), so `re` never backtracks between them; tests/test_runtime.py compares the two on random text."""
+    import re
+
+    return re.compile(_KEY_OUTSIDE_STRINGS, re.ASCII | re.DOTALL)
 
 
 def _quote_key(match: Any) -> str:
@@ -244,8 +176,12 @@ def _dialect(text: str, string_delims: list, unquoted_keys: bool, target: Target
         working = _set_aside(working, open_delim, close_delim, extracted)
     if unquoted_keys:
         if target.json_keys_skip_strings:
-            pattern = _ascii_twin(_KEY_OUTSIDE_STRINGS) if working.isascii() else None
-            working = (pattern or _unquoted_key_outside_strings()).sub(_quote_key, working)
+            pattern = (
+                _unquoted_key_outside_strings_ascii()
+                if working.isascii()
+                else _unquoted_key_outside_strings()
+            )
+            working = pattern.sub(_quote_key, working)
         else:
             working = _unquoted_key().sub(r'"\1":', working)
     if extracted:
@@ -311,7 +247,7 @@ def parse_xml_inline(text: str, args: dict, target: Target) -> dict:
     merge = args.get("merge_duplicates", False)
     pattern = _tag_pattern(tag_pattern)
     if type(text) is str and text.isascii():
-        pattern = _ascii_twin(tag_pattern) or pattern
+        pattern = ascii_twin(tag_pattern) or pattern
     groups = pattern.groupindex
     if "key" not in groups:
         if pattern.search(text) is not None:

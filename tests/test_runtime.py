@@ -480,3 +480,40 @@ def test_the_unquoted_keys_pattern_has_an_exact_re_twin(text: str) -> None:
     ours = content._unquoted_key_outside_strings_ascii()
     theirs = content._unquoted_key_outside_strings()
     assert ours.sub(content._quote_key, text) == theirs.sub(content._quote_key, text)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '[{"name": "f", "a": 1}, {"name": "g", "a": {"b": 2}}]',
+        "[]",
+        '[{"name": "f"}]',  # a placeholder the item lacks: KeyError listing the scope
+        '[{"name": "f", "a": 1}, 3]',  # the item check comes after the first item's transform
+        '[{"a": 1}, 3]',  # ... which fails first here
+        '[{"name": "f", "a": 5}]',  # a dotted path into a number
+        '{"name": "f"}',  # not a list
+    ],
+)
+def test_transform_each_written_out_matches_oracle(body: str, target: str) -> None:
+    """`transform_each` is written out as a comprehension over `each_scope`: values, and errors in the
+    oracle's order (the list, then each item as it is reached, then its placeholders)."""
+    from conftest import assert_same, oracle_parse, respc_parse
+
+    template = {
+        "start_anchor": "S",
+        "fields": {
+            "calls": {
+                "open_pattern": r"<c (?P<tag>\w+)>",
+                "close": "</c>",
+                "content": "json",
+                "transform_each": True,
+                "transform": {"n": "{name}", "args": "{a}", "b": "{a.b}", "tag": "{tag}", "k": [1, None]},
+            }
+        },
+    }
+    if body.startswith('[{"name": "f", "a": 1}, {'):
+        template["fields"]["calls"]["transform"].pop("b")  # the first item has no a.b
+    text = f"<c x>{body}</c>"
+    ours = respc_parse(template, text, "", target=target)
+    assert_same(ours, oracle_parse(template, text, "", target=target), template, body, target)
+    assert "each_scope" in __import__("respc").generate_source(template, target=target)

@@ -313,17 +313,18 @@ class FieldPlan:
 
     @property
     def value_shape(self) -> str:
-        """`content` (no transform), `each` (transform_each), `expression` (the transform written out)
-        or `runtime` (the transform applied by the runtime: too large, or holding odd values)."""
+        """`content` (no transform), `expression` (the transform written out), `each` (transform_each
+        written out), or `runtime` / `runtime-each` (applied by the runtime: too large, or holding odd
+        values)."""
         if self.transform is None:
             return "content"
         if self.transform_each:
-            return "each"
+            return "each" if self.transform_expr is not None else "runtime-each"
         return "expression" if self.transform_expr is not None else "runtime"
 
     @property
     def uses_transform(self) -> bool:
-        return self.value_shape in ("each", "runtime")
+        return self.value_shape in ("runtime", "runtime-each")
 
 
 @dataclass(frozen=True)
@@ -435,10 +436,14 @@ class ParserPlan:
             scan.add("LazyRegex")
         transform = set()
         for f in self.fields:
-            if f.value_shape == "each":
+            if f.value_shape == "runtime-each":
                 transform.add("transform_each")
             elif f.value_shape == "runtime":
                 transform.add("transform_value")
+            elif f.value_shape == "each":
+                transform.add("each_scope")
+                if "resolve_in(" in f.transform_expr:
+                    transform.add("resolve_in")
             elif f.value_shape == "expression" and "resolve_placeholder(" in f.transform_expr:
                 transform.add("resolve_placeholder")
         lines = [
@@ -580,8 +585,8 @@ def plan_parser(spec: Spec, source_name: str = "<template>") -> ParserPlan:
                 transform=field.transform,
                 transform_each=field.transform_each,
                 transform_expr=(
-                    transform_expression(field.transform)
-                    if field.transform is not None and not field.transform_each
+                    transform_expression(field.transform, each=field.transform_each)
+                    if field.transform is not None
                     else None
                 ),
                 repeats=field.repeats,

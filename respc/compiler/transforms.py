@@ -21,10 +21,12 @@ _TRANSFORM_NODES = 200  # larger or deeper transforms stay data, applied by the 
 _TRANSFORM_DEPTH = 16
 
 
-def transform_expression(transform: Any) -> str | None:
+def transform_expression(transform: Any, each: bool = False) -> str | None:
     """`transform_value(transform, content, captures)` written out as one Python expression over the
     names `content` and `captures`, or None when the runtime should apply it (shared objects other than
-    strings and numbers, or a transform too large to inline).
+    strings and numbers, or a transform too large to inline). With `each`, `transform_each`'s per-item
+    application instead: an expression over `scope` (the item's keys over the captures), where every
+    placeholder, `{content}` included, is a key of the scope.
 
     Whole-string placeholders become `content` or a capture lookup; every other value is written with
     `py_literal`, so template text still reaches the source only as checked literals.
@@ -52,6 +54,11 @@ def transform_expression(transform: Any) -> str | None:
             if whole is None:
                 return py_literal(value)
             path = whole.group(1)
+            if each:
+                resolve = f"resolve_in({py_literal(path)}, scope)"
+                if "." in path:
+                    return resolve
+                return f"(scope[{py_literal(path)}] if {py_literal(path)} in scope else {resolve})"
             if path == "content":
                 return "content"
             resolve = f"resolve_placeholder({py_literal(path)}, captures, content)"

@@ -18,7 +18,7 @@ from respc.runtime.contract import Field, State
 from respc.runtime.parser import CompiledParser
 from respc.runtime.scan import RUN_WHITESPACE, LazyRegex, scan_lead, scan_literal
 from respc.runtime.targets import get_target
-from respc.runtime.transform import transform_each
+from respc.runtime.transform import each_scope, resolve_in
 
 TYPE_CHECKING = False  # importing typing would cost more than the rest of the module
 if TYPE_CHECKING:
@@ -68,7 +68,6 @@ START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCH
 # Content parser arguments and transforms the value functions read, as written in the template.
 RELEASE = get_target(TRANSFORMERS_TARGET)  # where content parsers differ between releases
 TOOL_CALLS_ARGS = {}
-TOOL_CALLS_TRANSFORM = {"type": "function", "function": {"name": "{name}", "arguments": "{arguments}"}}
 
 # One streaming scan per parser state. Each returns (commit, hold): the delimiter to commit now, if any, as
 # (start, end, is_open, field, match), and where held-back text starts.
@@ -193,9 +192,16 @@ def _value_reasoning_content(body: str, captures: dict) -> Any:
 
 def _value_tool_calls(body: str, captures: dict) -> Any:
     # Field 'tool_calls': json content, then transform_each.
-    return transform_each(
-        "tool_calls", TOOL_CALLS_TRANSFORM, parse_json(body, TOOL_CALLS_ARGS, RELEASE), captures
-    )
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": (scope["name"] if "name" in scope else resolve_in("name", scope)),
+                "arguments": (scope["arguments"] if "arguments" in scope else resolve_in("arguments", scope)),
+            },
+        }
+        for scope in each_scope("tool_calls", parse_json(body, TOOL_CALLS_ARGS, RELEASE), captures)
+    ]
 
 
 def _value_content(body: str, captures: dict) -> Any:

@@ -16,7 +16,7 @@ from respc.runtime.contract import Field, State
 from respc.runtime.parser import CompiledParser
 from respc.runtime.scan import scan_literal
 from respc.runtime.targets import get_target
-from respc.runtime.transform import transform_each
+from respc.runtime.transform import each_scope, resolve_in
 
 TYPE_CHECKING = False  # importing typing would cost more than the rest of the module
 if TYPE_CHECKING:
@@ -60,7 +60,6 @@ _OUTSIDE_STARTS = re.compile(r"[<\[]")
 # Content parser arguments and transforms the value functions read, as written in the template.
 RELEASE = get_target(TRANSFORMERS_TARGET)  # where content parsers differ between releases
 TOOL_CALLS_ARGS = {}
-TOOL_CALLS_TRANSFORM = {"type": "function", "function": {"name": "{name}", "arguments": "{arguments}"}}
 
 # One streaming scan per parser state. Each returns (commit, hold): the delimiter to commit now, if any, as
 # (start, end, is_open, field, match), and where held-back text starts.
@@ -123,9 +122,16 @@ def _end_tool_calls(buf: str, pos: int) -> tuple | None:
 
 def _value_tool_calls(body: str, captures: dict) -> Any:
     # Field 'tool_calls': json content, then transform_each.
-    return transform_each(
-        "tool_calls", TOOL_CALLS_TRANSFORM, parse_json(body, TOOL_CALLS_ARGS, RELEASE), captures
-    )
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": (scope["name"] if "name" in scope else resolve_in("name", scope)),
+                "arguments": (scope["arguments"] if "arguments" in scope else resolve_in("arguments", scope)),
+            },
+        }
+        for scope in each_scope("tool_calls", parse_json(body, TOOL_CALLS_ARGS, RELEASE), captures)
+    ]
 
 
 def _value_content(body: str, captures: dict) -> Any:

@@ -10,12 +10,15 @@ from functools import lru_cache
 
 TYPE_CHECKING = False  # typing costs ~5 ms to import: keep it off a generated module's import path
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
 __all__ = [
     "apply_transform",
+    "each_scope",
     "find_mixed_placeholder",
     "placeholder",
+    "resolve_in",
     "resolve_placeholder",
     "transform_each",
     "transform_value",
@@ -83,6 +86,28 @@ def resolve_placeholder(path: str, captures: dict, content: Any) -> Any:
     `transform_value` would resolve it; generated code inlines the common cases and calls this for the
     rest."""
     return _resolve(path, {**captures, "content": content})
+
+
+def resolve_in(path: str, scope: dict) -> Any:
+    """One placeholder of a `transform_each` written out as an expression, resolved (and failing) in the
+    item's scope exactly as `transform_each` would."""
+    return _resolve(path, scope)
+
+
+def each_scope(field: str, value: Any, captures: dict) -> Iterator[dict]:
+    """The scope of each item of a parsed list for a `transform_each` written out in generated code: the
+    item's keys over the captures. Checks come when `transform_each`'s do: the list first, then each
+    item as it is reached (after the transform of the ones before it)."""
+    if not isinstance(value, list):
+        raise ValueError(
+            f"Field '{field}': transform_each requires the parsed content to be a list, got {type(value).__name__}."
+        )
+    for item in value:
+        if not isinstance(item, dict):
+            raise ValueError(
+                f"Field '{field}': transform_each requires each list element to be a dict, got {type(item).__name__}."
+            )
+        yield {**captures, **item}
 
 
 def transform_value(transform: Any, value: Any, captures: dict) -> Any:

@@ -303,11 +303,11 @@ def survives_extension(pattern: Any, buf: str, start: int, end: int, match: Any)
     (transformers 5.24; `$` before a trailing newline, or `\\Z` in a lookahead, fail this)."""
     limit = _LIMIT[0]
     try:
-        extended = (
-            pattern.match(buf + "\x00", start)
-            if limit is None
-            else pattern.match(buf + "\x00", start, None, None, False, limit)
-        )
+        if limit is None:
+            twin = getattr(pattern, "twin", None) if buf.isascii() else None
+            extended = (twin or pattern).match(buf + "\x00", start)
+        else:
+            extended = pattern.match(buf + "\x00", start, None, None, False, limit)
     except TimeoutError as error:
         raise SearchTimeout(
             f"respc: searching for the delimiter /{pattern.pattern}/ took longer than the {_LIMIT[0]} s "

@@ -451,3 +451,21 @@ def test_nested_repeats_stay_on_regex_whose_guards_defuse_them() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "'x': '" + "a" * 40 + "!'" in done.stdout
+
+
+def test_a_required_literal_missing_keeps_the_search_on_regex() -> None:
+    """`regex` fails at once when a literal every match needs is absent (its required-string check); `re`
+    would try `[ \\t]*\\n?[ \\t]*` at each of 30,000 spaces (cubic: minutes). The `re` twin only answers
+    when the text holds the pattern's required literals. (A whole message: streaming, transformers' partial
+    searches of this pattern are cubic themselves, and respc runs the same ones.)"""
+    code = (
+        "import respc\n"
+        "t = {'start_anchor': 'A', 'fields': {'c': {'close_pattern': '[ \\\\t]*\\\\n?[ \\\\t]*</answer>'}}}\n"
+        "import warnings; warnings.simplefilter('ignore')\n"
+        "m = respc.compile_template(t)\n"
+        "text = 'x' + ' ' * 30000 + 'y'\n"
+        "assert m.parse_response(text, prefix='') == {'c': text}\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "ok" in done.stdout, done.stderr

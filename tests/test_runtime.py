@@ -444,7 +444,7 @@ def test_the_ascii_twin_reads_the_escapes_as_regex_does() -> None:
 
 
 def test_only_patterns_both_engines_read_alike_get_an_ascii_twin() -> None:
-    assert all(scan.ascii_twin(pattern) is not None for pattern in TWIN_PATTERNS)
+    assert all(scan._neutral_twin(pattern) is not None for pattern in TWIN_PATTERNS)
     for pattern in (
         r"(?i)<a>",
         r"[[:alpha:]]",
@@ -455,7 +455,7 @@ def test_only_patterns_both_engines_read_alike_get_an_ascii_twin() -> None:
         r"[a--b]",
         r"[a&&b]",
     ):
-        assert scan.ascii_twin(pattern) is None, pattern
+        assert scan._neutral_twin(pattern) is None, pattern
 
 
 @settings(max_examples=500, deadline=None)
@@ -463,7 +463,7 @@ def test_only_patterns_both_engines_read_alike_get_an_ascii_twin() -> None:
 def test_the_ascii_twin_matches_as_regex_on_ascii_text(pattern: str, text: str) -> None:
     import regex
 
-    twin, original = scan.ascii_twin(pattern), regex.compile(pattern, regex.DOTALL)
+    twin, original = scan._neutral_twin(pattern)[0], regex.compile(pattern, regex.DOTALL)
 
     def matches(compiled: object) -> list:
         return [(m.span(), m.groups(), m.groupdict()) for m in compiled.finditer(text)]
@@ -517,3 +517,12 @@ def test_transform_each_written_out_matches_oracle(body: str, target: str) -> No
     ours = respc_parse(template, text, "", target=target)
     assert_same(ours, oracle_parse(template, text, "", target=target), template, body, target)
     assert "each_scope" in __import__("respc").generate_source(template, target=target)
+
+
+def test_the_ascii_twin_names_the_literals_every_match_needs() -> None:
+    twin = scan.ascii_twin(r"<parameter=(?P<key>[^>\n]+)>\s*(?P<value>.*?)\s*</parameter>")
+    assert twin[1] == ("</parameter>", "<parameter=", ">")
+    assert scan.ascii_twin(r"(?:ab)+c(?:d)?")[1] == ("ab", "c")  # not an optional group's
+    assert scan.ascii_twin(r"\s*\w+") is None  # no literal to check: regex keeps it
+    assert scan.twin_applies(twin, "x<parameter=a>1</parameter>", 1)
+    assert not scan.twin_applies(twin, "<parameter=a>1</parameter>", 1)

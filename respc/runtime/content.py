@@ -11,7 +11,7 @@ import json
 from functools import lru_cache
 
 from respc.runtime.calls import parse_python_call_list
-from respc.runtime.scan import ascii_twin
+from respc.runtime.scan import ascii_twin, twin_applies
 
 TYPE_CHECKING = False  # typing costs ~5 ms to import: keep it off a generated module's import path
 if TYPE_CHECKING:
@@ -247,7 +247,9 @@ def parse_xml_inline(text: str, args: dict, target: Target) -> dict:
     merge = args.get("merge_duplicates", False)
     pattern = _tag_pattern(tag_pattern)
     if type(text) is str and text.isascii():
-        pattern = ascii_twin(tag_pattern) or pattern
+        twin = ascii_twin(tag_pattern)
+        if twin is not None and twin_applies(twin, text, 0):
+            pattern = twin[0]
     groups = pattern.groupindex
     if "key" not in groups:
         if pattern.search(text) is not None:

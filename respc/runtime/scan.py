@@ -36,6 +36,7 @@ __all__ = [
     "scan_pattern",
     "set_search_timeout",
     "survives_extension",
+    "twin_applies",
 ]
 
 # The characters of the leading runs that lead-run delimiters (`\s*<tool_call>`) start with, by the
@@ -65,9 +66,10 @@ _NEUTRAL_SEQUENCES = ("[[", "[:", "--", "&&", "||", "~~")  # nested sets, set op
 
 
 @lru_cache(maxsize=1024)
-def ascii_twin(pattern: str) -> Any:
-    r"""`pattern` compiled by `re` (ASCII, DOTALL) when it matches every ASCII text exactly as the `regex`
-    compile does, and in comparable time; else None. Only literals, classes of literals, ranges and the six
+def _neutral_twin(pattern: str) -> Any:
+    r"""`(compiled, required)`: `pattern` compiled by `re` (ASCII, DOTALL) when it matches every ASCII text
+    exactly as the `regex` compile does, and in comparable time once the text holds its `required`
+    literals (`twin_applies`); else None (also for a pattern without a required literal). Only literals, classes of literals, ranges and the six
     escapes `\d\D\s\S\w\W`, groups without flags, alternation, greedy and lazy repeats (no repeat or
     alternation inside a repeat: `regex` guards those against exponential backtracking, `re` does not),
     `^ $ \A \Z \b \B`, backreferences and lookarounds; no inline flags but `s`; no match of the empty
@@ -141,7 +143,45 @@ def ascii_twin(pattern: str) -> Any:
                 return False
         return True
 
-    return compiled if neutral(parsed, False) else None
+    if not neutral(parsed, False):
+        return None
+    required = tuple(sorted(set(_required_literals(parsed, sre)), key=len, reverse=True))
+    return (compiled, required) if required else (compiled, None)
+
+
+def ascii_twin(pattern: str) -> Any:
+    """`(compiled, required)` as `_neutral_twin` gives it, or None (a pattern without required literal too)."""
+    twin = _neutral_twin(pattern)
+    return None if twin is None or twin[1] is None else twin
+
+
+def _required_literals(items: Any, sre: Any) -> list[str]:
+    """The runs of literal characters that every match contains (in the top-level sequence, its groups,
+    and repeats of at least one), the "required strings" `regex` looks for before it tries to match."""
+    runs: list[str] = []
+    current: list[str] = []
+    for op, arg in items:
+        if op is sre.LITERAL:
+            current.append(chr(arg))
+            continue
+        if current:
+            runs.append("".join(current))
+            current = []
+        if op is sre.SUBPATTERN or (op in (sre.MAX_REPEAT, sre.MIN_REPEAT) and arg[0] >= 1):
+            runs += _required_literals(arg[-1], sre)
+    if current:
+        runs.append("".join(current))
+    return runs
+
+
+def twin_applies(twin: Any, text: str, pos: int) -> bool:
+    """Whether the `re` twin may answer for `text` from `pos`: it holds every required literal. Without
+    one no match exists, which `regex` finds out at once (its required-string check) while `re` could
+    backtrack for long over a run the pattern's repeats all take, as in `[ \t]*\n?[ \t]*</answer>`."""
+    for literal in twin[1]:
+        if text.find(literal, pos) < 0:
+            return False
+    return True
 
 
 class LazyRegex:
@@ -172,7 +212,7 @@ class LazyRegex:
         # Only reached for attributes not yet in the instance: `search`, `finditer`, `groupindex`...
         if name.startswith("__"):
             raise AttributeError(name)  # copy, pickle and friends probe dunders; never compile for them
-        if name == "twin":  # the `re` pattern that matches ASCII text as this one does, or None
+        if name == "twin":  # `ascii_twin` of the pattern: its `re` twin for ASCII text, or None
             value = self.__dict__["twin"] = ascii_twin(self.pattern) if self.dotall else None
             return value
         value = getattr(self.compiled(), name)
@@ -210,8 +250,8 @@ def _search(pattern: Any, buf: str, pos: int, partial: bool) -> Any:
             return pattern.search(buf, pos, None, None, True)
         if buf.isascii():
             twin = getattr(pattern, "twin", None)
-            if twin is not None:
-                return twin.search(buf, pos)
+            if twin is not None and twin_applies(twin, buf, pos):
+                return twin[0].search(buf, pos)
         return pattern.search(buf, pos)
     try:
         return pattern.search(buf, pos, None, None, partial, limit)
@@ -305,7 +345,10 @@ def survives_extension(pattern: Any, buf: str, start: int, end: int, match: Any)
     try:
         if limit is None:
             twin = getattr(pattern, "twin", None) if buf.isascii() else None
-            extended = (twin or pattern).match(buf + "\x00", start)
+            if twin is not None and twin_applies(twin, buf, start):
+                extended = twin[0].match(buf + "\x00", start)
+            else:
+                extended = pattern.match(buf + "\x00", start)
         else:
             extended = pattern.match(buf + "\x00", start, None, None, False, limit)
     except TimeoutError as error:

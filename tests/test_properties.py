@@ -257,3 +257,19 @@ def test_literal_lists_held_from_a_chunk_start_match_oracle(
     assert_same(
         respc_stream(template, "", pieces), oracle_stream(template, "", pieces), template, f"{pieces=}"
     )
+
+
+@pytest.mark.parametrize("chunks", [["q<a", "b", ">z"], ["q<", "a", "b", "z"], ["q<a", "b>", "z"]])
+def test_a_held_regex_partial_gives_way_to_a_complete_match_further_on(chunks: list[str]) -> None:
+    """`regex`'s partial search prefers a complete match after the held text (`b`) to the partial one at
+    its start (`<ab` of `<ab>`): the held-partial path must check the search, not a match at the start."""
+    template = {
+        "start_anchor": "S",
+        "fields": {
+            "x": {"open_pattern": "<a(?:b>|c)|b", "close": "</c>", "content": "text"},
+            "c": {"content": "text"},
+        },
+    }
+    assert_same(
+        respc_stream(template, "", chunks), oracle_stream(template, "", chunks), template, f"{chunks}"
+    )

@@ -114,7 +114,9 @@ def ordered_map(
         for process in processes:
             if not finished:
                 process.kill()  # an error or an early close: what the workers do no longer matters
-            process.join(timeout=30 if finished else 5)
+            # Every answer is in: a worker still running waits on a task pipe another pool's worker
+            # may hold open (forked meanwhile), so it is stopped rather than waited for.
+            process.join(timeout=1 if finished else 5)
             if process.is_alive():
                 process.kill()
                 process.join()

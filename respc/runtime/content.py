@@ -11,7 +11,6 @@ import json
 from functools import lru_cache
 
 from respc.runtime.calls import parse_python_call_list
-from respc.runtime.scan import ascii_twin, twin_applies
 
 TYPE_CHECKING = False  # typing costs ~5 ms to import: keep it off a generated module's import path
 if TYPE_CHECKING:
@@ -101,12 +100,13 @@ def _unquoted_key_outside_strings() -> Any:
 
 @lru_cache(maxsize=1)
 def _unquoted_key_outside_strings_ascii() -> Any:
-    """`re`'s twin of the pattern above for ASCII text. `ascii_twin` refuses it for the alternation inside
-    its string repeat, but the two alternatives start with different characters (a backslash, anything
-    else), so `re` never backtracks between them; tests/test_runtime.py compares the two on random text."""
+    """`re`'s twin of the pattern above for ASCII text, about twice as fast: with the ASCII flag `\\s` and
+    `\\w` mean on ASCII text what they mean to `regex`, and without DOTALL, as upstream compiles it. The
+    string's two alternatives start with different characters (a backslash, anything else) and the key's
+    runs are of disjoint classes, so `re` never backtracks far; tests/test_runtime.py compares the two."""
     import re
 
-    return re.compile(_KEY_OUTSIDE_STRINGS, re.ASCII | re.DOTALL)
+    return re.compile(_KEY_OUTSIDE_STRINGS, re.ASCII)
 
 
 def _quote_key(match: Any) -> str:
@@ -246,10 +246,6 @@ def parse_xml_inline(text: str, args: dict, target: Target) -> dict:
     value_parser = args.get("value_parser")
     merge = args.get("merge_duplicates", False)
     pattern = _tag_pattern(tag_pattern)
-    if type(text) is str and text.isascii():
-        twin = ascii_twin(tag_pattern)
-        if twin is not None and twin_applies(twin, text, 0):
-            pattern = twin[0]
     groups = pattern.groupindex
     if "key" not in groups:
         if pattern.search(text) is not None:

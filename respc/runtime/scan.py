@@ -9,8 +9,6 @@ back every byte from its start.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 TYPE_CHECKING = False  # typing costs ~5 ms to import: keep it off a generated module's import path
 if TYPE_CHECKING:
     from typing import Any
@@ -26,7 +24,6 @@ __all__ = [
     "RUN_WHITESPACE",
     "LazyRegex",
     "SearchTimeout",
-    "ascii_twin",
     "partial_at",
     "partial_start",
     "run_start",
@@ -36,7 +33,6 @@ __all__ = [
     "scan_pattern",
     "set_search_timeout",
     "survives_extension",
-    "twin_applies",
 ]
 
 # The characters of the leading runs that lead-run delimiters (`\s*<tool_call>`) start with, by the
@@ -58,130 +54,6 @@ RUN_CLASSES = {  # regex class -> (name of the constant, its characters)
 }
 
 _LIMIT: list[float | None] = [None]  # seconds allowed for one delimiter search; None: no limit
-
-# Where `re` and `regex` agree: on ASCII text, `re` with the ASCII flag reads `\s`, `\w`, `\d` and `\b`
-# as `regex` does (`\s` is ` \t\n\v\f\r` for both; `re` without the flag also takes U+001C-U+001F),
-# and the constructs below mean the same in both. `re` is about three times faster on a short text.
-_NEUTRAL_SEQUENCES = ("[[", "[:", "--", "&&", "||", "~~")  # nested sets, set operations
-
-
-@lru_cache(maxsize=1024)
-def _neutral_twin(pattern: str) -> Any:
-    r"""`(compiled, required)`: `pattern` compiled by `re` (ASCII, DOTALL) when it matches every ASCII text
-    exactly as the `regex` compile does, and in comparable time once the text holds its `required`
-    literals (`twin_applies`); else None (also for a pattern without a required literal). Only literals, classes of literals, ranges and the six
-    escapes `\d\D\s\S\w\W`, groups without flags, alternation, greedy and lazy repeats (no repeat or
-    alternation inside a repeat: `regex` guards those against exponential backtracking, `re` does not),
-    `^ $ \A \Z \b \B`, backreferences and lookarounds; no inline flags but `s`; no match of the empty
-    string (where `findall` and `sub` step differently); nothing either engine reads in its own way
-    (`[[:alpha:]]`, set operations)."""
-    import re
-
-    try:
-        from re import _constants as sre  # Python 3.11+
-        from re import _parser as sre_parse
-    except ImportError:  # pragma: no cover - Python 3.10
-        import sre_constants as sre  # type: ignore[no-redef]
-        import sre_parse  # type: ignore[no-redef]
-
-    if not isinstance(pattern, str) or any(sequence in pattern for sequence in _NEUTRAL_SEQUENCES):
-        return None
-    try:
-        compiled = re.compile(pattern, re.ASCII | re.DOTALL)
-        parsed = sre_parse.parse(pattern, re.ASCII | re.DOTALL)
-    except (re.error, RecursionError, OverflowError, ValueError):
-        return None
-    if compiled.flags & (re.IGNORECASE | re.MULTILINE | re.VERBOSE | re.LOCALE) or parsed.getwidth()[0] == 0:
-        return None
-    categories = {
-        sre.CATEGORY_DIGIT,
-        sre.CATEGORY_NOT_DIGIT,
-        sre.CATEGORY_SPACE,
-        sre.CATEGORY_NOT_SPACE,
-        sre.CATEGORY_WORD,
-        sre.CATEGORY_NOT_WORD,
-    }
-    positions = {
-        sre.AT_BEGINNING,
-        sre.AT_BEGINNING_STRING,
-        sre.AT_END,
-        sre.AT_END_STRING,
-        sre.AT_BOUNDARY,
-        sre.AT_NON_BOUNDARY,
-    }
-
-    def neutral(items: Any, repeated: bool) -> bool:
-        # `repeated`: inside a repeat, where another repeat or an alternation could make `re` backtrack
-        # exponentially on a text that `regex` (which guards such repeats) gets through at once.
-        for op, arg in items:
-            if op in (sre.LITERAL, sre.NOT_LITERAL, sre.ANY, sre.GROUPREF):
-                continue
-            if op is sre.IN:
-                for item_op, item_arg in arg:
-                    if item_op is sre.CATEGORY:
-                        if item_arg not in categories:
-                            return False
-                    elif item_op not in (sre.LITERAL, sre.RANGE, sre.NEGATE):
-                        return False
-            elif op is sre.AT:
-                if arg not in positions:
-                    return False
-            elif op is sre.BRANCH:
-                if repeated or not all(neutral(branch, repeated) for branch in arg[1]):
-                    return False
-            elif op is sre.SUBPATTERN:
-                _, added, removed, body = arg
-                if added or removed or not neutral(body, repeated):
-                    return False
-            elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
-                if repeated or not neutral(arg[-1], True):
-                    return False
-            elif op in (sre.ASSERT, sre.ASSERT_NOT):
-                if not neutral(arg[-1], repeated):
-                    return False
-            else:
-                return False
-        return True
-
-    if not neutral(parsed, False):
-        return None
-    required = tuple(sorted(set(_required_literals(parsed, sre)), key=len, reverse=True))
-    return (compiled, required) if required else (compiled, None)
-
-
-def ascii_twin(pattern: str) -> Any:
-    """`(compiled, required)` as `_neutral_twin` gives it, or None (a pattern without required literal too)."""
-    twin = _neutral_twin(pattern)
-    return None if twin is None or twin[1] is None else twin
-
-
-def _required_literals(items: Any, sre: Any) -> list[str]:
-    """The runs of literal characters that every match contains (in the top-level sequence, its groups,
-    and repeats of at least one), the "required strings" `regex` looks for before it tries to match."""
-    runs: list[str] = []
-    current: list[str] = []
-    for op, arg in items:
-        if op is sre.LITERAL:
-            current.append(chr(arg))
-            continue
-        if current:
-            runs.append("".join(current))
-            current = []
-        if op is sre.SUBPATTERN or (op in (sre.MAX_REPEAT, sre.MIN_REPEAT) and arg[0] >= 1):
-            runs += _required_literals(arg[-1], sre)
-    if current:
-        runs.append("".join(current))
-    return runs
-
-
-def twin_applies(twin: Any, text: str, pos: int) -> bool:
-    """Whether the `re` twin may answer for `text` from `pos`: it holds every required literal. Without
-    one no match exists, which `regex` finds out at once (its required-string check) while `re` could
-    backtrack for long over a run the pattern's repeats all take, as in `[ \t]*\n?[ \t]*</answer>`."""
-    for literal in twin[1]:
-        if text.find(literal, pos) < 0:
-            return False
-    return True
 
 
 class LazyRegex:
@@ -212,9 +84,6 @@ class LazyRegex:
         # Only reached for attributes not yet in the instance: `search`, `finditer`, `groupindex`...
         if name.startswith("__"):
             raise AttributeError(name)  # copy, pickle and friends probe dunders; never compile for them
-        if name == "twin":  # `ascii_twin` of the pattern: its `re` twin for ASCII text, or None
-            value = self.__dict__["twin"] = ascii_twin(self.pattern) if self.dotall else None
-            return value
         value = getattr(self.compiled(), name)
         self.__dict__[name] = value
         return value
@@ -239,20 +108,13 @@ def set_search_timeout(seconds: float | None) -> None:
 
 
 # `regex` takes `partial` and `timeout` positionally (string, pos, endpos, concurrent, partial, timeout):
-# keyword arguments double the cost of a short search. Without a time limit, a search that is not partial
-# runs on the pattern's `re` twin when the text is ASCII (`str.isascii` is a flag read), three times faster.
+# keyword arguments double the cost of a short search.
 
 
 def _search(pattern: Any, buf: str, pos: int, partial: bool) -> Any:
     limit = _LIMIT[0]
     if limit is None:
-        if partial:
-            return pattern.search(buf, pos, None, None, True)
-        if buf.isascii():
-            twin = getattr(pattern, "twin", None)
-            if twin is not None and twin_applies(twin, buf, pos):
-                return twin[0].search(buf, pos)
-        return pattern.search(buf, pos)
+        return pattern.search(buf, pos, None, None, True) if partial else pattern.search(buf, pos)
     try:
         return pattern.search(buf, pos, None, None, partial, limit)
     except TimeoutError as error:
@@ -263,22 +125,12 @@ def _search(pattern: Any, buf: str, pos: int, partial: bool) -> Any:
 
 
 def partial_at(pattern: Any, buf: str, pos: int) -> bool:
-    """Whether `pattern` matches `buf` at `pos` in a way that may still grow: partially, or completely up
-    to the end of the buffer (which a streaming scan never takes as final, quirk Q19). Either way the
-    scan holds the text from `pos`, and nothing before it can be committed."""
-    limit = _LIMIT[0]
-    try:
-        match = (
-            pattern.match(buf, pos, None, None, True)
-            if limit is None
-            else pattern.match(buf, pos, None, None, True, limit)
-        )
-    except TimeoutError as error:
-        raise SearchTimeout(
-            f"respc: searching for the delimiter /{pattern.pattern}/ took longer than the {_LIMIT[0]} s "
-            "limit set with respc.runtime.scan.set_search_timeout"
-        ) from error
-    return match is not None and (match.partial or match.end() == len(buf))
+    """Whether the oracle's partial search of `pattern` from `pos` holds the text from `pos`: its result
+    starts there and may still grow (partial, or complete up to the end of the buffer, which a streaming
+    scan never takes as final, quirk Q19). A search, not a match at `pos`: the `regex` module's partial
+    search prefers a complete match further on to a partial one at `pos`, and then nothing is held."""
+    match = _search(pattern, buf, pos, True)
+    return match is not None and match.start() == pos and (match.partial or match.end() == len(buf))
 
 
 def partial_start(buf: str, pos: int, literal: str) -> int:
@@ -344,11 +196,7 @@ def survives_extension(pattern: Any, buf: str, start: int, end: int, match: Any)
     limit = _LIMIT[0]
     try:
         if limit is None:
-            twin = getattr(pattern, "twin", None) if buf.isascii() else None
-            if twin is not None and twin_applies(twin, buf, start):
-                extended = twin[0].match(buf + "\x00", start)
-            else:
-                extended = pattern.match(buf + "\x00", start)
+            extended = pattern.match(buf + "\x00", start)
         else:
             extended = pattern.match(buf + "\x00", start, None, None, False, limit)
     except TimeoutError as error:

@@ -117,15 +117,4 @@ def transform_value(transform: Any, value: Any, captures: dict) -> Any:
 
 def transform_each(field: str, transform: Any, value: Any, captures: dict) -> list:
     """Apply a field's transform to every dict of a parsed list, each item's keys over the captures."""
-    if not isinstance(value, list):
-        raise ValueError(
-            f"Field '{field}': transform_each requires the parsed content to be a list, got {type(value).__name__}."
-        )
-    out = []
-    for item in value:
-        if not isinstance(item, dict):
-            raise ValueError(
-                f"Field '{field}': transform_each requires each list element to be a dict, got {type(item).__name__}."
-            )
-        out.append(apply_transform(transform, {**captures, **item}))
-    return out
+    return [apply_transform(transform, scope) for scope in each_scope(field, value, captures)]

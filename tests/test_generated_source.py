@@ -122,7 +122,8 @@ def test_in_memory_modules_are_cached_and_show_source_in_tracebacks() -> None:
         module.parse_response("<tool_call>{bad}</tool_call>", prefix="")
     except ValueError as error:
         rendered = "".join(traceback.format_exception(error))
-    assert "content = parse_json(body, TOOL_CALLS_ARGS, RELEASE)" in rendered
+    assert "content = TOOL_CALLS_PARSE(body)" in rendered
+    assert "During handling" not in rendered  # the fast JSON path leaves no chained exception behind
 
 
 def test_scan_comments_name_their_fields() -> None:

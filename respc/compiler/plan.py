@@ -299,13 +299,18 @@ class FieldPlan:
         return f"{self.ident.upper()}_TRANSFORM"
 
     @property
+    def parse_const(self) -> str:
+        return f"{self.ident.upper()}_PARSE"
+
+    @property
     def parse_call(self) -> str:
         """The expression giving the parsed content from `body`: `text` with fixed arguments is inlined;
-        the others are given the module's release (`RELEASE`), which decides where releases differ."""
+        the others call the field's parser, which the module builds once from its arguments and release
+        (`respc.runtime.content.content_parser`, specialised to those arguments)."""
         if self.parser == "parse_text" and type(self.args) is dict and set(self.args) <= {"strip"}:
             if type(self.args.get("strip", True)) is bool:
                 return "body.strip()" if self.args.get("strip", True) else "body"
-        return f"{self.parser}(body, {self.args_const}, RELEASE)"
+        return f"{self.parse_const}(body)"
 
     @property
     def uses_args(self) -> bool:
@@ -417,7 +422,7 @@ class ParserPlan:
     @property
     def imports(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
         """`from module import names` lines, sorted as ruff sorts them."""
-        content = sorted({f.parser for f in self.fields if f.uses_args})
+        content = ("content_parser",) if any(f.uses_args for f in self.fields) else ()
         scan = {
             f"scan_{d.method}" for s in self.states if s.stream_shape in ("one", "many") for d in s.watches
         }
@@ -447,7 +452,7 @@ class ParserPlan:
             elif f.value_shape == "expression" and "resolve_placeholder(" in f.transform_expr:
                 transform.add("resolve_placeholder")
         lines = [
-            ("respc.runtime.content", tuple(content)),
+            ("respc.runtime.content", content),
             ("respc.runtime.contract", ("Field", "State")),
             ("respc.runtime.parser", ("CompiledParser",)),
             ("respc.runtime.scan", tuple(sorted(scan, key=lambda n: (not n.isupper(), n)))),

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from respc.runtime.content import parse_json
+from respc.runtime.content import content_parser
 from respc.runtime.contract import Field, State
 from respc.runtime.parser import CompiledParser
 from respc.runtime.scan import RUN_WHITESPACE, LazyRegex, scan_lead, scan_literal
@@ -69,9 +69,11 @@ CONTENT_CLOSE_PREFIX = "<｜"  # every match of the rest starts with this
 START_ANCHOR_LITERALS = ("<｜tool▁outputs▁end｜>", "<｜Assistant｜>")
 START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
 
-# Content parser arguments and transforms the value functions read, as written in the template.
+# Content parser arguments and transforms the value functions read, as written in the template, and each
+# field's parser, specialised to its arguments when the module is imported.
 RELEASE = get_target(TRANSFORMERS_TARGET)  # where content parsers differ between releases
 TOOL_CALLS_ARGS = {}
+TOOL_CALLS_PARSE = content_parser("json", TOOL_CALLS_ARGS, RELEASE)
 
 # One streaming scan per parser state. Each returns (commit, hold): the delimiter to commit now, if any, as
 # (start, end, is_open, field, match), and where held-back text starts.
@@ -196,7 +198,7 @@ def _value_reasoning_content(body: str, captures: dict) -> Any:
 
 def _value_tool_calls(body: str, captures: dict) -> Any:
     # Field 'tool_calls': json content, then transform.
-    content = parse_json(body, TOOL_CALLS_ARGS, RELEASE)
+    content = TOOL_CALLS_PARSE(body)
     return {
         "type": "function",
         "function": {

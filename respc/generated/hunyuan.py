@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from respc.runtime.content import parse_json
+from respc.runtime.content import content_parser
 from respc.runtime.contract import Field, State
 from respc.runtime.parser import CompiledParser
 from respc.runtime.scan import RUN_WHITESPACE, LazyRegex, scan_lead, scan_literal
@@ -65,9 +65,11 @@ START_ANCHOR_LITERALS = ("<|extra_0|>",)
 START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
 _OUTSIDE_STARTS = re.compile(r"[<助]")
 
-# Content parser arguments and transforms the value functions read, as written in the template.
+# Content parser arguments and transforms the value functions read, as written in the template, and each
+# field's parser, specialised to its arguments when the module is imported.
 RELEASE = get_target(TRANSFORMERS_TARGET)  # where content parsers differ between releases
 TOOL_CALLS_ARGS = {}
+TOOL_CALLS_PARSE = content_parser("json", TOOL_CALLS_ARGS, RELEASE)
 
 # One streaming scan per parser state. Each returns (commit, hold): the delimiter to commit now, if any, as
 # (start, end, is_open, field, match), and where held-back text starts.
@@ -198,7 +200,7 @@ def _value_tool_calls(body: str, captures: dict) -> Any:
                 "arguments": (scope["arguments"] if "arguments" in scope else resolve_in("arguments", scope)),
             },
         }
-        for scope in each_scope("tool_calls", parse_json(body, TOOL_CALLS_ARGS, RELEASE), captures)
+        for scope in each_scope("tool_calls", TOOL_CALLS_PARSE(body), captures)
     ]
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from respc.runtime.content import parse_python_call_list
+from respc.runtime.content import content_parser
 from respc.runtime.contract import Field, State
 from respc.runtime.parser import CompiledParser
 from respc.runtime.scan import LazyRegex, scan_literals, scan_pattern
@@ -60,9 +60,11 @@ _TOOL_CALLS_COMMITS = {
     "<|eom|>": (False, "tool_calls"),
 }
 
-# Content parser arguments and transforms the value functions read, as written in the template.
+# Content parser arguments and transforms the value functions read, as written in the template, and each
+# field's parser, specialised to its arguments when the module is imported.
 RELEASE = get_target(TRANSFORMERS_TARGET)  # where content parsers differ between releases
 TOOL_CALLS_ARGS = {}
+TOOL_CALLS_PARSE = content_parser("python-call-list", TOOL_CALLS_ARGS, RELEASE)
 
 # One streaming scan per parser state. Each returns (commit, hold): the delimiter to commit now, if any, as
 # (start, end, is_open, field, match), and where held-back text starts.
@@ -154,9 +156,7 @@ def _value_tool_calls(body: str, captures: dict) -> Any:
                 "arguments": (scope["arguments"] if "arguments" in scope else resolve_in("arguments", scope)),
             },
         }
-        for scope in each_scope(
-            "tool_calls", parse_python_call_list(body, TOOL_CALLS_ARGS, RELEASE), captures
-        )
+        for scope in each_scope("tool_calls", TOOL_CALLS_PARSE(body), captures)
     ]
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from respc.runtime.content import parse_xml_inline
+from respc.runtime.content import content_parser
 from respc.runtime.contract import Field, State
 from respc.runtime.parser import CompiledParser
 from respc.runtime.scan import RUN_WHITESPACE, LazyRegex, scan_lead, scan_literal, scan_pattern
@@ -59,9 +59,11 @@ CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*(?:</minimax:tool_call>|\[e~\[)")
 START_ANCHOR_LITERALS = ("]~b]ai\n",)
 START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
 
-# Content parser arguments and transforms the value functions read, as written in the template.
+# Content parser arguments and transforms the value functions read, as written in the template, and each
+# field's parser, specialised to its arguments when the module is imported.
 RELEASE = get_target(TRANSFORMERS_TARGET)  # where content parsers differ between releases
 TOOL_CALLS_ARGS = {"tag_pattern": '<parameter name="(?P<key>[^"]+)">(?P<value>.*?)</parameter>'}
+TOOL_CALLS_PARSE = content_parser("xml-inline", TOOL_CALLS_ARGS, RELEASE)
 
 # One streaming scan per parser state. Each returns (commit, hold): the delimiter to commit now, if any, as
 # (start, end, is_open, field, match), and where held-back text starts.
@@ -182,7 +184,7 @@ def _value_reasoning_content(body: str, captures: dict) -> Any:
 
 def _value_tool_calls(body: str, captures: dict) -> Any:
     # Field 'tool_calls': xml-inline content, then transform.
-    content = parse_xml_inline(body, TOOL_CALLS_ARGS, RELEASE)
+    content = TOOL_CALLS_PARSE(body)
     return {
         "type": "function",
         "function": {

@@ -8,13 +8,15 @@ them by name, passing their release (`respc.runtime.targets`), which decides the
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 
 from respc.runtime.calls import parse_python_call_list
+from respc.runtime.tags import tag_rows, tag_shape
 
 TYPE_CHECKING = False  # typing costs ~5 ms to import: keep it off a generated module's import path
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable, Iterator
     from typing import Any
 
     from respc.runtime.targets import Target
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CONTENT_PARSERS",
     "DIRTY_PARSERS",
+    "content_parser",
     "parse_bool",
     "parse_content",
     "parse_float",
@@ -71,6 +74,9 @@ def _string_pattern(open_delim: str, close_delim: str) -> Any:
     import regex
 
     return regex.compile(regex.escape(open_delim) + r"(.*?)" + regex.escape(close_delim), flags=regex.DOTALL)
+
+
+_tag_shape = lru_cache(maxsize=256)(tag_shape)
 
 
 @lru_cache(maxsize=256)
@@ -132,6 +138,21 @@ def _cannot_be_json(text: str) -> bool:
 # `int()` is exact and cheap (json reads integers with `int()` too).
 _JSON_WORDS = {"true": True, "false": False, "null": None}
 
+# `json.loads` wraps the C scanner in two Python calls and two whitespace matches (more than half the time
+# of a small value). The scanner alone gives the same value when it reads the whole text from its first
+# character; anything else (leading or trailing whitespace, extra data, a BOM, an error) goes to
+# `json.loads`, which gives its own answer or exception. The decoder's defaults are `json.loads`'.
+_SCAN = json.JSONDecoder().scan_once
+
+
+def _loads(text: str) -> Any:
+    """`json.loads(text)`, for a `str`."""
+    try:
+        value, end = _SCAN(text, 0)
+    except (StopIteration, ValueError):
+        end = -1  # json.loads is called outside this handler: its error must not chain to the scanner's
+    return value if end == len(text) else json.loads(text)
+
 
 def parse_json(text: str, args: dict, target: Target) -> Any:
     """`json.loads` after the optional dialect rewrites (`string_delims`, then `unquoted_keys`)."""
@@ -149,7 +170,7 @@ def parse_json(text: str, args: dict, target: Target) -> Any:
     else:
         working = _dialect(text, string_delims, unquoted_keys, target)
     try:
-        return json.loads(working)
+        return _loads(working) if type(working) is str else json.loads(working)
     except json.JSONDecodeError as error:
         if args.get("allow_non_json"):
             return _strip(text, args)
@@ -170,6 +191,10 @@ def _dialect(text: str, string_delims: list, unquoted_keys: bool, target: Target
         raise ValueError(
             "json: input contains reserved sentinel characters (\\x01/\\x02); cannot parse safely."
         )
+    if type(text) is str and len(string_delims) <= 1:
+        fast = _dialect_one_pass(text, string_delims, unquoted_keys)
+        if fast is not None:
+            return fast
     working = text
     extracted: list[str] = []
     for open_delim, close_delim in string_delims:
@@ -190,6 +215,69 @@ def _dialect(text: str, string_delims: list, unquoted_keys: bool, target: Target
         strings = [json.dumps(raw) for raw in extracted]
         working = _placeholder().sub(lambda match: strings[int(match.group(1))], working)
     return working
+
+
+# For `_dialect_one_pass`: a bare key with nothing around it (`{city:`), as both releases quote it when no
+# whitespace or quote is near; JSON strings that need no escape (`json.dumps` gives the text in quotes).
+_BARE_KEY = re.compile(r"(?<=[{,])(\w+)(?=:)", re.ASCII)
+_SPACE_OR_QUOTE = re.compile(r'[\s"]', re.ASCII)
+_PLAIN_STRING = re.compile(r"[ !#-\[\]-~]*")
+_OPAQUE = "\x01"  # joins the text around the strings; stands where upstream's placeholders stand
+
+
+def _dialect_one_pass(text: str, string_delims: list, unquoted_keys: bool) -> str | None:
+    r"""`_dialect`'s answer without its three passes, or None where this shortcut is not proven exact.
+
+    For at most one pair of (non-empty) delimiters: the strings are cut out as upstream's `(.*?)` finds
+    them (`str.split` when open and close are the same: the same non-overlapping occurrences, left to
+    right). Upstream's placeholders (`\x01N\x02`) are neither space, word, `{`, `,`, `:` nor `"`, so a
+    key can neither start right after one nor run across one: the text around the strings, joined with
+    one such character, quotes the same keys. The shortcut takes that text only when it is ASCII (where
+    `re`'s ASCII `\w`/`\s` are `regex`'s), holds no `"` (so 5.24's string alternative never matches) and
+    no whitespace (so the key's `\s*` groups are empty, in both releases' patterns): a key is then a
+    maximal word run between `{`/`,` and `:`, as `_BARE_KEY` finds it, and `str.join` quotes it."""
+    if string_delims:
+        pair = string_delims[0]
+        if type(pair) is not list or len(pair) != 2:
+            return None
+        open_delim, close_delim = pair
+        if type(open_delim) is not str or type(close_delim) is not str or not open_delim or not close_delim:
+            return None
+        if open_delim == close_delim:
+            pieces = text.split(open_delim)
+            if len(pieces) % 2 == 0:  # the last open has no close: it stays in the text
+                pieces[-2:] = [pieces[-2] + open_delim + pieces[-1]]
+            outside, strings = pieces[0::2], pieces[1::2]
+        else:
+            outside, strings = [], []
+            pos = 0
+            while (start := text.find(open_delim, pos)) >= 0:
+                end = text.find(close_delim, start + len(open_delim))
+                if end < 0:
+                    break
+                outside.append(text[pos:start])
+                strings.append(text[start + len(open_delim) : end])
+                pos = end + len(close_delim)
+            outside.append(text[pos:])
+        joined = _OPAQUE.join(outside) if strings else text
+    else:
+        strings, joined = [], text
+    if unquoted_keys:
+        if not joined.isascii() or _SPACE_OR_QUOTE.search(joined) is not None:
+            return None
+        joined = '"'.join(_BARE_KEY.split(joined))
+    if not strings:
+        return joined
+    parts = joined.split(_OPAQUE)
+    if len(parts) != len(strings) + 1:
+        return None
+    out = [""] * (2 * len(strings) + 1)
+    out[0::2] = parts
+    if _PLAIN_STRING.fullmatch("".join(strings)) is not None:
+        out[1::2] = strings
+        return '"'.join(out)  # p0"s0"p1"s1"p2: each string in quotes, as json.dumps gives it
+    out[1::2] = [json.dumps(raw) for raw in strings]
+    return "".join(out)
 
 
 def _set_aside(working: str, open_delim: str, close_delim: str, extracted: list[str]) -> str:
@@ -245,6 +333,10 @@ def parse_xml_inline(text: str, args: dict, target: Target) -> dict:
         raise ValueError("xml-inline: 'tag_pattern' content_arg is required")
     value_parser = args.get("value_parser")
     merge = args.get("merge_duplicates", False)
+    shape = _tag_shape(tag_pattern) if type(tag_pattern) is str else None
+    if shape is not None:
+        value = None if value_parser is None else lambda raw: _parse_value(raw, value_parser, target)
+        return _tag_dict(tag_rows(text, shape), value, merge, target)
     pattern = _tag_pattern(tag_pattern)
     groups = pattern.groupindex
     if "key" not in groups:
@@ -263,31 +355,40 @@ def parse_xml_inline(text: str, args: dict, target: Target) -> dict:
                 for row in found:
                     out[row[key_at]] = _parse_value(row[value_at], value_parser, target)
                 return out
-    if not merge:
-        for match in pattern.finditer(text):
-            key = match.group("key")
-            if key is None:
-                raise ValueError(
-                    f"xml-inline: tag_pattern must have a named group 'key'. Pattern: {tag_pattern}"
-                )
-            out[key] = _parse_value(match.group("value") if has_value else "", value_parser, target)
-        return out
-    wraps_lists = target.xml_merge_wraps_lists
-    merged: set[str] = set()
+    value = lambda raw: _parse_value(raw, value_parser, target)  # noqa: E731
+    return _tag_dict(_match_rows(pattern, text, tag_pattern, has_value), value, merge, target)
+
+
+def _match_rows(pattern: Any, text: str, tag_pattern: str, has_value: bool) -> Iterator[tuple[str, Any]]:
+    """The `(key, raw value)` of each match, made as they are read: a missing key raises only after the
+    values of the matches before it have been parsed, as upstream's loop does."""
     for match in pattern.finditer(text):
         key = match.group("key")
         if key is None:
             raise ValueError(f"xml-inline: tag_pattern must have a named group 'key'. Pattern: {tag_pattern}")
-        value = _parse_value(match.group("value") if has_value else "", value_parser, target)
+        yield key, match.group("value") if has_value else ""
+
+
+def _tag_dict(rows: Iterable, value: Callable[[Any], Any] | None, merge: Any, target: Target) -> dict:
+    """The dict of the `(key, raw value)` rows, in order, each value parsed by `value` (None: kept as it
+    is), duplicates merged into lists if `merge`."""
+    if not merge:
+        # The same as assigning row by row: a repeated key keeps its first place and takes its last value.
+        return dict(rows) if value is None else {key: value(raw) for key, raw in rows}
+    out: dict[str, Any] = {}
+    wraps_lists = target.xml_merge_wraps_lists
+    merged: set[str] = set()
+    for key, raw in rows:
+        parsed = raw if value is None else value(raw)
         if key in out:
             # The first duplicate starts a list; 5.23 extends a first value that is already a list
             # instead of wrapping it (quirk Q15).
             if key not in merged if wraps_lists else not isinstance(out[key], list):
                 out[key] = [out[key]]
                 merged.add(key)
-            out[key].append(value)
+            out[key].append(parsed)
         else:
-            out[key] = value
+            out[key] = parsed
     return out
 
 
@@ -327,3 +428,112 @@ def parse_content(text: str, name: str, args: dict, target: Target) -> Any:
     if name not in target.parser_names:
         raise KeyError(name)
     return CONTENT_PARSERS[name](text, args, target)
+
+
+# -- one field's parser ---------------------------------------------------------------------------------
+# A generated module builds its fields' parsers once, when imported: what the arguments decide (which
+# dialect passes run, the tag pattern's shape, the value parser) is settled there instead of on every
+# region. Arguments of any unusual type (which upstream reads with truthiness, or fails on) keep the
+# general parser, which answers as upstream does.
+
+
+def content_parser(name: str, args: Any, target: Target) -> Callable[[str], Any]:
+    """`lambda text: parse_content(text, name, args, target)` for a region's text (a `str`), specialised
+    to `args`: the same values and exceptions."""
+    if type(name) is not str or name not in target.parser_names:
+        return lambda text: parse_content(text, name, args, target)  # raises as upstream's lookup does
+    special = _SPECIALISED.get(name)
+    if special is not None and type(args) is dict:
+        parser = special(args, target)
+        if parser is not None:
+            return parser
+    general = CONTENT_PARSERS[name]
+    return lambda text: general(text, args, target)
+
+
+def _flag(args: dict, key: str, default: bool) -> bool | None:
+    """`args[key]` when it is a bool (or absent: `default`), else None."""
+    value = args.get(key, default)
+    return value if type(value) is bool else None
+
+
+def _json_parser(args: dict, target: Target) -> Callable[[str], Any] | None:
+    string_delims = args.get("string_delims", [])
+    unquoted_keys = _flag(args, "unquoted_keys", False)
+    lenient = _flag(args, "allow_non_json", False)
+    strip = _flag(args, "strip", True)
+    if type(string_delims) is not list or None in (unquoted_keys, lenient, strip):
+        return None
+    if string_delims or unquoted_keys:
+        return lambda text: parse_json(text, args, target)  # the dialect passes dominate its time
+
+    def parse(text: str) -> Any:
+        if text in _JSON_WORDS:
+            return _JSON_WORDS[text]
+        if text.isdigit() and text.isascii() and len(text) < 16 and (text[0] != "0" or len(text) == 1):
+            return int(text)
+        if lenient and _cannot_be_json(text):
+            return text.strip() if strip else text
+        try:
+            return _loads(text)
+        except json.JSONDecodeError as error:
+            if lenient:
+                return text.strip() if strip else text
+            raise ValueError(
+                f"json parser could not parse region as JSON.\nContent: {text!r}\nError: {error}"
+            ) from error
+
+    return parse
+
+
+def _value_parser(value_parser: Any, target: Target) -> Callable[[Any], Any] | bool | None:
+    """The parser of a value_parser argument: None for none, False where it is of an unusual shape."""
+    if value_parser is None:
+        return None
+    if type(value_parser) is not dict:
+        return False
+    name, args = value_parser.get("name", "text"), value_parser.get("args", {})
+    if type(name) is not str or type(args) is not dict or name not in target.parser_names:
+        return False
+    return content_parser(name, args, target)
+
+
+def _xml_inline_parser(args: dict, target: Target) -> Callable[[str], Any] | None:
+    shape = tag_shape(args.get("tag_pattern"))
+    value = _value_parser(args.get("value_parser"), target)
+    merge = _flag(args, "merge_duplicates", False)
+    if shape is None or value is False or merge is None:
+        return None
+    return lambda text: _tag_dict(tag_rows(text, shape), value, merge, target)
+
+
+def _kv_lines_parser(args: dict, target: Target) -> Callable[[str], Any] | None:
+    line_sep, kv_sep = args.get("line_sep", "\n"), args.get("kv_sep", ":")
+    value = _value_parser(args.get("value_parser"), target)
+    strip = _flag(args, "strip", True)
+    if type(line_sep) is not str or type(kv_sep) is not str or not line_sep or not kv_sep:
+        return None
+    if value is False or strip is None:
+        return None
+
+    def parse(text: str) -> dict:
+        out: dict[str, Any] = {}
+        for line in text.split(line_sep):
+            if strip:
+                line = line.strip()
+            if not line or kv_sep not in line:
+                continue
+            key, raw = line.split(kv_sep, 1)
+            if strip:
+                key, raw = key.strip(), raw.strip()
+            out[key] = raw if value is None else value(raw)
+        return out
+
+    return parse
+
+
+_SPECIALISED: dict[str, Callable[[dict, Target], Callable[[str], Any] | None]] = {
+    "json": _json_parser,
+    "xml-inline": _xml_inline_parser,
+    "kv-lines": _kv_lines_parser,
+}

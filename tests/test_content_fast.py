@@ -360,3 +360,39 @@ def test_tag_rows_stay_linear_on_hostile_text(text: str) -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+# -- what the review found (helper session): arguments and texts of other types --------------------------
+
+
+@pytest.mark.parametrize(
+    "string_delims",
+    [{"<>": 1}, {("<", ">")}, (["<", ">"],), {0: ["<", ">"]}, None, 0, "", False],
+)
+@pytest.mark.parametrize("unquoted_keys", [True, False])
+def test_string_delims_of_other_types_are_iterated_as_upstream_does(
+    string_delims: object, unquoted_keys: bool
+) -> None:
+    release = get_target("5.24")
+    args = {"string_delims": string_delims, "unquoted_keys": unquoted_keys}
+    for text in ("{a:<x>}", '{"a":<x>}', '{"a":1}'):
+        theirs = _outcome(oracle_parse_content, text, "json", args)
+        assert _outcome(content.parse_content, text, "json", args, release) == theirs, (text, args)
+        assert _outcome(content.content_parser("json", args, release), text) == theirs, (text, args)
+
+
+@pytest.mark.parametrize("text", [None, 123, b"<p=a>b</p>", b"012", b"[1]"])
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [
+        ("xml-inline", {"tag_pattern": r"<p=(?P<key>[^>]+)>(?P<value>.*?)</p>"}),
+        ("json", {}),
+        ("json", {"allow_non_json": True}),
+        ("kv-lines", {}),
+    ],
+)
+def test_texts_that_are_no_str_fail_as_upstream_does(text: object, name: str, args: dict) -> None:
+    release = get_target("5.24")
+    theirs = _outcome(oracle_parse_content, text, name, args)
+    assert _outcome(content.parse_content, text, name, args, release) == theirs
+    assert _outcome(content.content_parser(name, args, release), text) == theirs

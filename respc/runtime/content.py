@@ -158,7 +158,7 @@ def parse_json(text: str, args: dict, target: Target) -> Any:
     """`json.loads` after the optional dialect rewrites (`string_delims`, then `unquoted_keys`)."""
     string_delims = args.get("string_delims", [])
     unquoted_keys = args.get("unquoted_keys", False)
-    if not string_delims and not unquoted_keys:
+    if not unquoted_keys and type(string_delims) is list and not string_delims:
         if type(text) is str:
             if text in _JSON_WORDS:
                 return _JSON_WORDS[text]
@@ -191,7 +191,7 @@ def _dialect(text: str, string_delims: list, unquoted_keys: bool, target: Target
         raise ValueError(
             "json: input contains reserved sentinel characters (\\x01/\\x02); cannot parse safely."
         )
-    if type(text) is str and len(string_delims) <= 1:
+    if type(text) is str and type(string_delims) is list and len(string_delims) <= 1:
         fast = _dialect_one_pass(text, string_delims, unquoted_keys)
         if fast is not None:
             return fast
@@ -230,8 +230,9 @@ def _dialect_one_pass(text: str, string_delims: list, unquoted_keys: bool) -> st
 
     For at most one pair of (non-empty) delimiters: the strings are cut out as upstream's `(.*?)` finds
     them (`str.split` when open and close are the same: the same non-overlapping occurrences, left to
-    right). Upstream's placeholders (`\x01N\x02`) are neither space, word, `{`, `,`, `:` nor `"`, so a
-    key can neither start right after one nor run across one: the text around the strings, joined with
+    right). Upstream's placeholders (`\x01N\x02`) start and end with characters that are neither space,
+    word, `{`, `,`, `:` nor `"` (the digits N between them are never next to `{`, `,` or `:`), so a key can
+    neither start right after one nor run across one: the text around the strings, joined with
     one such character, quotes the same keys. The shortcut takes that text only when it is ASCII (where
     `re`'s ASCII `\w`/`\s` are `regex`'s), holds no `"` (so 5.24's string alternative never matches) and
     no whitespace (so the key's `\s*` groups are empty, in both releases' patterns): a key is then a
@@ -333,7 +334,7 @@ def parse_xml_inline(text: str, args: dict, target: Target) -> dict:
         raise ValueError("xml-inline: 'tag_pattern' content_arg is required")
     value_parser = args.get("value_parser")
     merge = args.get("merge_duplicates", False)
-    shape = _tag_shape(tag_pattern) if type(tag_pattern) is str else None
+    shape = _tag_shape(tag_pattern) if type(tag_pattern) is str and type(text) is str else None
     if shape is not None:
         value = None if value_parser is None else lambda raw: _parse_value(raw, value_parser, target)
         return _tag_dict(tag_rows(text, shape), value, merge, target)
@@ -468,6 +469,8 @@ def _json_parser(args: dict, target: Target) -> Callable[[str], Any] | None:
         return lambda text: parse_json(text, args, target)  # the dialect passes dominate its time
 
     def parse(text: str) -> Any:
+        if type(text) is not str:
+            return parse_json(text, args, target)
         if text in _JSON_WORDS:
             return _JSON_WORDS[text]
         if text.isdigit() and text.isascii() and len(text) < 16 and (text[0] != "0" or len(text) == 1):
@@ -504,7 +507,12 @@ def _xml_inline_parser(args: dict, target: Target) -> Callable[[str], Any] | Non
     merge = _flag(args, "merge_duplicates", False)
     if shape is None or value is False or merge is None:
         return None
-    return lambda text: _tag_dict(tag_rows(text, shape), value, merge, target)
+    def parse(text: str) -> dict:
+        if type(text) is not str:
+            return parse_xml_inline(text, args, target)
+        return _tag_dict(tag_rows(text, shape), value, merge, target)
+
+    return parse
 
 
 def _kv_lines_parser(args: dict, target: Target) -> Callable[[str], Any] | None:

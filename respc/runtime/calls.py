@@ -36,6 +36,44 @@ _STRING = re.compile(
     re.DOTALL,
 )
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+# The common case in one match: whitespace, a scalar (a string without backslashes or surrogates, a number,
+# a constant) and whitespace up to the separator after it, after a keyword argument's `name =`, a dict
+# key's `'key' :`, or nothing (a list item). Each piece is the grammar's own token: the separator right
+# after the scalar proves the token ends where the step-by-step reader would end it (a name, a number or
+# a constant cannot go on with whitespace or a separator), so a match reads what the reader reads. What
+# does not match (escapes, nested values, errors, integers out of range, infinite floats) goes the step-
+# by-step way from the same position, which gives its answers and its errors.
+_WS = r"[ \t\n\r]*"
+_KEY = r""""([^"\\\n\r\ud800-\udfff]*)"|'([^'\\\n\r\ud800-\udfff]*)'"""
+_SCALAR = (
+    rf"(?:{_KEY}|(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)|(True|False|None|true|false|null))"
+)
+_FAST_ARGUMENT = re.compile(rf"{_WS}({_NAME.pattern}){_WS}={_WS}{_SCALAR}{_WS}([,)])")
+_FAST_ITEM = re.compile(rf"{_WS}{_SCALAR}{_WS}([,\]])")
+_FAST_PAIR = re.compile(rf"{_WS}(?:{_KEY}){_WS}:{_WS}{_SCALAR}{_WS}([,}}])")
+_NOT_FAST = object()
+
+
+def _scalar(match: re.Match, at: int) -> Any:
+    """The scalar of a fast match whose groups `at`..`at + 3` are _SCALAR's, or _NOT_FAST where the
+    step-by-step reader must answer (a number it refuses)."""
+    if match[at] is not None:
+        return match[at]
+    if match[at + 1] is not None:
+        return match[at + 1]
+    number = match[at + 2]
+    if number is None:
+        return _CONSTANTS[match[at + 3]]
+    if "." in number or "e" in number or "E" in number:
+        value = float(number)
+        return _NOT_FAST if value in _INFINITIES else value
+    if len(number) > 17:
+        return _NOT_FAST
+    value = int(number)
+    return _NOT_FAST if abs(value) > _MAX_INTEGER else value
+
+
 _HEX4 = re.compile(r"[0-9a-fA-F]{4}")
 _LOW_SURROGATE = re.compile(r"\\u([dD][c-fC-F][0-9a-fA-F]{2})")
 _ESCAPES = {"\\": "\\", "'": "'", '"': '"', "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
@@ -109,6 +147,13 @@ def _call(text: str, pos: int) -> tuple[dict, int]:
         pos += 1
     else:
         while True:
+            fast = _FAST_ARGUMENT.match(text, pos)
+            if fast is not None and (value := _scalar(fast, 2)) is not _NOT_FAST:
+                pairs.append((fast[1], value))
+                pos = fast.end()
+                if fast[6] == ")":
+                    break
+                continue
             pos = _skip(text, pos)
             match = _NAME.match(text, pos)
             if match is None:
@@ -178,6 +223,13 @@ def _list(text: str, pos: int, depth: int) -> tuple[list, int]:
     if text.startswith("]", pos):
         return out, pos + 1
     while True:
+        fast = _FAST_ITEM.match(text, pos)
+        if fast is not None and (value := _scalar(fast, 1)) is not _NOT_FAST:
+            out.append(value)
+            if fast[5] == "]":
+                return out, fast.end()
+            pos = fast.end()
+            continue
         value, pos = _value(text, pos, depth)
         out.append(value)
         pos = _skip(text, pos)
@@ -195,6 +247,13 @@ def _dict(text: str, pos: int, depth: int) -> tuple[dict, int]:
         pos += 1
     else:
         while True:
+            fast = _FAST_PAIR.match(text, pos)
+            if fast is not None and (value := _scalar(fast, 3)) is not _NOT_FAST:
+                pairs.append((fast[1] if fast[1] is not None else fast[2], value))
+                pos = fast.end()
+                if fast[7] == "}":
+                    break
+                continue
             pos = _skip(text, pos)
             if not text.startswith(("'", '"'), pos):
                 raise _Failure("dict keys must be strings", pos)

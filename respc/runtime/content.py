@@ -507,6 +507,7 @@ def _xml_inline_parser(args: dict, target: Target) -> Callable[[str], Any] | Non
     merge = _flag(args, "merge_duplicates", False)
     if shape is None or value is False or merge is None:
         return None
+
     def parse(text: str) -> dict:
         if type(text) is not str:
             return parse_xml_inline(text, args, target)

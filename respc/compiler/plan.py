@@ -88,6 +88,12 @@ class Delimiter:
         return len(self.literals[0])
 
     @property
+    def remembered(self) -> bool:
+        """Whether an end-of-stream pass may reuse where it found this delimiter: not for a pattern holding
+        `\\G`, which matches where the search starts (or anything that looks like it)."""
+        return "\\G" not in self.anchor.pattern
+
+    @property
     def prefix_const(self) -> str:
         return self.name + "_PREFIX"
 

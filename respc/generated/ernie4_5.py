@@ -141,48 +141,60 @@ def _scan_tool_calls(buf: str, pos: int) -> tuple:
 
 # At the end of the stream nothing can grow or be held back: one scan per state gives the delimiter
 # to commit, the leftmost complete match (the longest, then the first watched, on a tie), or None.
+# `memo` keeps, for one pass, where each delimiter was found last (`()` or -1: nowhere): a match found
+# from an earlier position is still the leftmost one from any later position up to its start (no
+# delimiter depends on where the search starts, but for `\G`, which is searched anew each time), so
+# each is searched again only once the pass has moved past it.
 
 
-def _end_outside(buf: str, pos: int) -> tuple | None:
+def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     # Outside explicit regions (no implicit field: text is discarded): watches open of 'content'
     # '<response>\n', open of 'reasoning_content' /(?:^|<think>\s*)/, open of 'tool_calls' '<tool_call>'.
     best = None
     # open of 'content'
-    start = buf.find(CONTENT_OPEN, pos)
+    start = memo.get("CONTENT_OPEN")
+    if start is None or 0 <= start < pos:
+        start = memo["CONTENT_OPEN"] = buf.find(CONTENT_OPEN, pos)
     if start >= 0:
         best = (start, start + 11, True, "content", None)
     # open of 'reasoning_content'
-    found = scan_pattern(buf, pos, REASONING_CONTENT_OPEN_RE, True)
-    if found is not None and (
-        best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])
-    ):
+    found = memo.get("REASONING_CONTENT_OPEN_RE")
+    if found is None or (found and found[0] < pos):
+        found = scan_pattern(buf, pos, REASONING_CONTENT_OPEN_RE, True)
+        found = memo["REASONING_CONTENT_OPEN_RE"] = found or ()
+    if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
         best = (found[0], found[1], True, "reasoning_content", found[3])
     # open of 'tool_calls'
-    start = buf.find(TOOL_CALLS_OPEN, pos) if best is None else buf.find(TOOL_CALLS_OPEN, pos, best[0] + 11)
+    start = memo.get("TOOL_CALLS_OPEN")
+    if start is None or 0 <= start < pos:
+        start = memo["TOOL_CALLS_OPEN"] = buf.find(TOOL_CALLS_OPEN, pos)
     if start >= 0 and (best is None or start < best[0] or (start == best[0] and start + 11 > best[1])):
         best = (start, start + 11, True, "tool_calls", None)
     # A zero-width match at the very end commits nothing, as in the streaming scan.
     return best if best is not None and best[0] < len(buf) else None
 
 
-def _end_reasoning_content(buf: str, pos: int) -> tuple | None:
+def _end_reasoning_content(buf: str, pos: int, memo: dict) -> tuple | None:
     # Field 'reasoning_content': watches close of 'reasoning_content' '</think>'.
     start = buf.find(REASONING_CONTENT_CLOSE, pos)
     return None if start < 0 else (start, start + 8, False, "reasoning_content", None)
 
 
-def _end_content(buf: str, pos: int) -> tuple | None:
+def _end_content(buf: str, pos: int, memo: dict) -> tuple | None:
     # Field 'content': watches close of 'content' /\n?</response>/.
     best = None
     # close of 'content'
-    found = scan_pattern(buf, pos, CONTENT_CLOSE_RE, True)
-    if found is not None:
+    found = memo.get("CONTENT_CLOSE_RE")
+    if found is None or (found and found[0] < pos):
+        found = scan_pattern(buf, pos, CONTENT_CLOSE_RE, True)
+        found = memo["CONTENT_CLOSE_RE"] = found or ()
+    if found:
         best = (found[0], found[1], False, "content", found[3])
     # A zero-width match at the very end commits nothing, as in the streaming scan.
     return best if best is not None and best[0] < len(buf) else None
 
 
-def _end_tool_calls(buf: str, pos: int) -> tuple | None:
+def _end_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
     # Field 'tool_calls': watches close of 'tool_calls' '</tool_call>'.
     start = buf.find(TOOL_CALLS_CLOSE, pos)
     return None if start < 0 else (start, start + 12, False, "tool_calls", None)
@@ -246,6 +258,7 @@ class ResponseParser(CompiledParser):
     START_ANCHOR_KIND = "start_anchor"
     CONTEXT = 1
     PATTERNS = (REASONING_CONTENT_OPEN_RE, CONTENT_CLOSE_RE)
+    END_MEMO = True
 
     @staticmethod
     def defaults() -> dict:

@@ -146,53 +146,64 @@ def _scan_tool_calls(buf: str, pos: int) -> tuple:
 
 # At the end of the stream nothing can grow or be held back: one scan per state gives the delimiter
 # to commit, the leftmost complete match (the longest, then the first watched, on a tie), or None.
+# `memo` keeps, for one pass, where each delimiter was found last (`()` or -1: nowhere): a match found
+# from an earlier position is still the leftmost one from any later position up to its start (no
+# delimiter depends on where the search starts, but for `\G`, which is searched anew each time), so
+# each is searched again only once the pass has moved past it.
 
 
-def _end_outside(buf: str, pos: int) -> tuple | None:
+def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     # Outside explicit regions, in the implicit field 'content': watches open of 'reasoning_content'
     # '[THINK]' | '<think>', open of 'tool_calls'
     # /\[TOOL_CALLS\](?P<name>[^\[\]\s]+)(?:\[CALL_ID\][^\[]*)?\[ARGS\]/, close of 'content' '</s>'.
     best = None
     # open of 'reasoning_content'
-    match = REASONING_CONTENT_OPEN_ALT.search(buf, pos)
-    found = None if match is None else (match.start(), match.end(), True, None)
-    if found is not None:
+    found = memo.get("REASONING_CONTENT_OPEN")
+    if found is None or (found and found[0] < pos):
+        match = REASONING_CONTENT_OPEN_ALT.search(buf, pos)
+        found = None if match is None else (match.start(), match.end(), True, None)
+        found = memo["REASONING_CONTENT_OPEN"] = found or ()
+    if found:
         best = (found[0], found[1], True, "reasoning_content", found[3])
     # open of 'tool_calls'
-    # No match can start before the first '[TOOL_CALLS]' (nor matter after the best so far).
-    at = (
-        buf.find(TOOL_CALLS_OPEN_PREFIX, pos)
-        if best is None
-        else buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + 12)
-    )
-    found = None if at < 0 else scan_pattern(buf, at, TOOL_CALLS_OPEN_RE, True)
-    if found is not None and (
-        best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])
-    ):
+    found = memo.get("TOOL_CALLS_OPEN_RE")
+    if found is None or (found and found[0] < pos):
+        # No match can start before the first '[TOOL_CALLS]'.
+        at = buf.find(TOOL_CALLS_OPEN_PREFIX, pos)
+        found = None if at < 0 else scan_pattern(buf, at, TOOL_CALLS_OPEN_RE, True)
+        found = memo["TOOL_CALLS_OPEN_RE"] = found or ()
+    if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
         best = (found[0], found[1], True, "tool_calls", found[3])
     # close of 'content'
-    start = buf.find(CONTENT_CLOSE, pos) if best is None else buf.find(CONTENT_CLOSE, pos, best[0] + 4)
+    start = memo.get("CONTENT_CLOSE")
+    if start is None or 0 <= start < pos:
+        start = memo["CONTENT_CLOSE"] = buf.find(CONTENT_CLOSE, pos)
     if start >= 0 and (best is None or start < best[0] or (start == best[0] and start + 4 > best[1])):
         best = (start, start + 4, False, "content", None)
     # A zero-width match at the very end commits nothing, as in the streaming scan.
     return best if best is not None and best[0] < len(buf) else None
 
 
-def _end_reasoning_content(buf: str, pos: int) -> tuple | None:
+def _end_reasoning_content(buf: str, pos: int, memo: dict) -> tuple | None:
     # Field 'reasoning_content': watches close of 'reasoning_content' '[/THINK]' | '</think>'.
-    match = _REASONING_CONTENT_RE.search(buf, pos)
-    if match is None:
+    match = memo.get("_REASONING_CONTENT")
+    if match is None or (match and match.start() < pos):
+        match = memo["_REASONING_CONTENT"] = _REASONING_CONTENT_RE.search(buf, pos) or ()
+    if not match:
         return None
     is_open, field = _REASONING_CONTENT_COMMITS[match.group()]
     return match.start(), match.end(), is_open, field, None
 
 
-def _end_tool_calls(buf: str, pos: int) -> tuple | None:
+def _end_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
     # Field 'tool_calls': watches close of 'tool_calls' /</s>|(?=\[TOOL_CALLS\])/.
     best = None
     # close of 'tool_calls'
-    found = scan_pattern(buf, pos, TOOL_CALLS_CLOSE_RE, True)
-    if found is not None:
+    found = memo.get("TOOL_CALLS_CLOSE_RE")
+    if found is None or (found and found[0] < pos):
+        found = scan_pattern(buf, pos, TOOL_CALLS_CLOSE_RE, True)
+        found = memo["TOOL_CALLS_CLOSE_RE"] = found or ()
+    if found:
         best = (found[0], found[1], False, "tool_calls", found[3])
     # A zero-width match at the very end commits nothing, as in the streaming scan.
     return best if best is not None and best[0] < len(buf) else None
@@ -261,6 +272,7 @@ class ResponseParser(CompiledParser):
     START_ANCHOR_KIND = "start_anchor"
     CONTEXT = 1
     PATTERNS = (TOOL_CALLS_OPEN_RE, TOOL_CALLS_CLOSE_RE)
+    END_MEMO = True
 
     @staticmethod
     def defaults() -> dict:

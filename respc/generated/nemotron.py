@@ -141,44 +141,52 @@ def _scan_tool_calls(buf: str, pos: int) -> tuple:
 
 # At the end of the stream nothing can grow or be held back: one scan per state gives the delimiter
 # to commit, the leftmost complete match (the longest, then the first watched, on a tie), or None.
+# `memo` keeps, for one pass, where each delimiter was found last (`()` or -1: nowhere): a match found
+# from an earlier position is still the leftmost one from any later position up to its start (no
+# delimiter depends on where the search starts, but for `\G`, which is searched anew each time), so
+# each is searched again only once the pass has moved past it.
 
 
-def _end_outside(buf: str, pos: int) -> tuple | None:
+def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     # Outside explicit regions, in the implicit field 'content': watches open of 'reasoning_content'
     # '<think>', open of 'tool_calls' /\s*<TOOLCALL>/, close of 'content'
     # /\s*(?:<\|eot_id\|>|<SPECIAL_12>)/.
     best = None
     # open of 'reasoning_content'
-    start = buf.find(REASONING_CONTENT_OPEN, pos)
+    start = memo.get("REASONING_CONTENT_OPEN")
+    if start is None or 0 <= start < pos:
+        start = memo["REASONING_CONTENT_OPEN"] = buf.find(REASONING_CONTENT_OPEN, pos)
     if start >= 0:
         best = (start, start + 7, True, "reasoning_content", None)
     # open of 'tool_calls'
-    # No match can start before the first '<TOOLCALL>'.
-    at = buf.find(TOOL_CALLS_OPEN_PREFIX, pos)
-    found = None if at < 0 else scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, True, at)
-    if found is not None and (
-        best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])
-    ):
+    found = memo.get("TOOL_CALLS_OPEN_RE")
+    if found is None or (found and found[0] < pos):
+        # No match can start before the first '<TOOLCALL>'.
+        at = buf.find(TOOL_CALLS_OPEN_PREFIX, pos)
+        found = None if at < 0 else scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, True, at)
+        found = memo["TOOL_CALLS_OPEN_RE"] = found or ()
+    if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
         best = (found[0], found[1], True, "tool_calls", found[3])
     # close of 'content'
-    # No match can start before the first '<'.
-    at = buf.find(CONTENT_CLOSE_PREFIX, pos)
-    found = None if at < 0 else scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, True, at)
-    if found is not None and (
-        best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])
-    ):
+    found = memo.get("CONTENT_CLOSE_RE")
+    if found is None or (found and found[0] < pos):
+        # No match can start before the first '<'.
+        at = buf.find(CONTENT_CLOSE_PREFIX, pos)
+        found = None if at < 0 else scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, True, at)
+        found = memo["CONTENT_CLOSE_RE"] = found or ()
+    if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
         best = (found[0], found[1], False, "content", found[3])
     # A zero-width match at the very end commits nothing, as in the streaming scan.
     return best if best is not None and best[0] < len(buf) else None
 
 
-def _end_reasoning_content(buf: str, pos: int) -> tuple | None:
+def _end_reasoning_content(buf: str, pos: int, memo: dict) -> tuple | None:
     # Field 'reasoning_content': watches close of 'reasoning_content' '</think>'.
     start = buf.find(REASONING_CONTENT_CLOSE, pos)
     return None if start < 0 else (start, start + 8, False, "reasoning_content", None)
 
 
-def _end_tool_calls(buf: str, pos: int) -> tuple | None:
+def _end_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
     # Field 'tool_calls': watches close of 'tool_calls' '</TOOLCALL>'.
     start = buf.find(TOOL_CALLS_CLOSE, pos)
     return None if start < 0 else (start, start + 11, False, "tool_calls", None)
@@ -252,6 +260,7 @@ class ResponseParser(CompiledParser):
     START_ANCHOR_KIND = "start_anchor"
     CONTEXT = 1
     PATTERNS = (TOOL_CALLS_OPEN_RE, TOOL_CALLS_OPEN_WHOLE, CONTENT_CLOSE_RE, CONTENT_CLOSE_WHOLE)
+    END_MEMO = True
 
     @staticmethod
     def defaults() -> dict:

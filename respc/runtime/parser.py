@@ -72,6 +72,9 @@ class CompiledParser:
     START_ANCHOR_KIND: ClassVar[str]  # "start_anchor" or "start_anchor_pattern"
     CONTEXT: ClassVar[int | None]  # consumed characters kept as pattern context; None keeps everything
     PATTERNS: ClassVar[tuple]  # every `LazyRegex` the module holds, for `warm_up`
+    # Whether the end-of-stream scans take a memo, `end_scan(buf, pos, memo)` (modules generated before
+    # it was added take two arguments and declare nothing).
+    END_MEMO: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -478,9 +481,10 @@ class CompiledParser:
         buf = self._buf
         pos = self._pos
         hold = len(buf)
+        memo = {} if eos and self.END_MEMO else None  # where the end scans found each delimiter, this pass
         while True:
             if eos:
-                commit = self._end_scan(buf, pos)
+                commit = self._end_scan(buf, pos) if memo is None else self._end_scan(buf, pos, memo)
             else:
                 commit, hold = self._scan(buf, pos)
             if commit is None:

@@ -1,0 +1,68 @@
+"""The end-of-stream pass remembers where it found each delimiter (`memo`, issue #17): a match found from an
+earlier position is reused until the pass moves past it. Exactness is the differential suites' job (every
+whole-message parse goes through it); these tests pin what could go wrong: a pattern whose matches depend
+on where the search starts (`\\G`), and the memo doing its work (each delimiter searched about once per
+region it ends, not once per scan)."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+from transformers.utils.chat_parsing import parse_response as oracle_parse
+
+import respc
+
+G_TEMPLATE = {
+    "start_anchor": "S",
+    "fields": {
+        "a": {"open_pattern": r"\G<a>", "close": "</a>"},
+        "b": {"open": "<b>", "close_pattern": r"\G</b>"},
+        "c": {"close_pattern": r"\G!|\Z"},
+    },
+}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<b></b><a>y</a>",  # \G<a> fails from 0, then matches at 7: a remembered miss would lose it
+        "<a>x</a><a>y</a>",
+        "<b></b>!<a>x</a>",
+        "ab!<b>x</b>",
+        "<b>x</b>q<a>y</a>!",
+        "<b></b><b></b><a>z</a>!",
+    ],
+)
+def test_patterns_anchored_where_the_search_starts_are_searched_anew(text: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        module = respc.compile_template(G_TEMPLATE)
+    assert module.parse_response(text, prefix="") == oracle_parse(text, G_TEMPLATE, prefix="")
+    parser = module.ResponseParser("")
+    parser.feed(text)
+    assert parser.finalize()[0] == oracle_parse(text, G_TEMPLATE, prefix="")
+
+
+def test_each_delimiter_is_searched_once_per_region_it_ends() -> None:
+    """Qwen 3.5's outside state watches three delimiters; a message of 200 tool calls leaves and re-enters
+    it 200 times. The im_end close is searched once (not 200 times), the tool-call open once per call."""
+    module = respc.load_preset("qwen3_5")
+    call = "<tool_call>\n<function=f>\n<parameter=x>\n1\n</parameter>\n</function>\n</tool_call>"
+    text = "<think>r</think>text" + ("\nmore" + call) * 200 + "<|im_end|>"
+    searched: list[str] = []
+    original = module.scan_lead
+
+    def counting(buf: str, pos: int, rest: object, *args: object) -> object:
+        searched.append(rest.pattern)
+        return original(buf, pos, rest, *args)
+
+    module.scan_lead = counting
+    try:
+        message = module.parse_response(text, prefix="")
+    finally:
+        module.scan_lead = original
+    assert len(message["tool_calls"]) == 200
+    assert message == oracle_parse(text, module.TEMPLATE, prefix="")
+    assert searched.count(module.CONTENT_CLOSE_RE.pattern) == 1
+    assert searched.count(module.TOOL_CALLS_OPEN_RE.pattern) == 200  # each call once (then no prefix is left)

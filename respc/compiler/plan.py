@@ -395,6 +395,18 @@ class ParserPlan:
         )
 
     @property
+    def end_memo(self) -> bool:
+        """Whether some end-of-stream scan remembers a regex search across one pass (the `memo`): a regex
+        delimiter of a state watching several, not searched from its prefix up to the best so far."""
+        return any(
+            d.method in ("pattern", "lead")
+            and not (i > 0 and d.method == "pattern" and d.const in self.prefixed)
+            for s in self.states
+            if s.end_shape == "many"
+            for i, d in enumerate(s.watches)
+        )
+
+    @property
     def rechecked_leads(self) -> frozenset[str]:
         """Lead-run delimiters whose streaming scan rechecks the whole pattern (`*_WHOLE` constants)."""
         return frozenset(

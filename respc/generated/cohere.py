@@ -148,43 +148,42 @@ def _scan_tool_calls(buf: str, pos: int) -> tuple:
 
 # At the end of the stream nothing can grow or be held back: one scan per state gives the delimiter
 # to commit, the leftmost complete match (the longest, then the first watched, on a tie), or None.
-# `memo` keeps, for one pass, where each delimiter was found last (`()` or -1: nowhere): a match found
-# from an earlier position is still the leftmost one from any later position up to its start (no
-# delimiter depends on where the search starts, but for `\G`, which is searched anew each time), so
-# each is searched again only once the pass has moved past it.
+# `memo` keeps, for one pass, where each regex searched without a bound was found (`()`: nowhere after):
+# a match found from an earlier position is still the leftmost one from any later position up to its
+# start (no delimiter depends on where the search starts, but for `\G`, searched anew each time), so it
+# is searched again only once the pass has moved past it. Literals are found with `str.find` (cheaper
+# than remembering them) and searches bounded by the best candidate so far stay bounded.
 
 
-def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
+def _end_outside(buf: str, pos: int) -> tuple | None:
     # Outside explicit regions (no implicit field: text is discarded): watches open of 'content'
     # '<|START_RESPONSE|>', open of 'reasoning_content' '<|START_THINKING|>', open of 'tool_calls'
     # '<|START_ACTION|>'.
-    match = memo.get("_OUTSIDE")
-    if match is None or (match and match.start() < pos):
-        match = memo["_OUTSIDE"] = _OUTSIDE_RE.search(buf, pos) or ()
-    if not match:
+    # No memo: the leftmost match is the one committed, so the next scan starts past it anyway.
+    match = _OUTSIDE_RE.search(buf, pos)
+    if match is None:
         return None
     is_open, field = _OUTSIDE_COMMITS[match.group()]
     return match.start(), match.end(), is_open, field, None
 
 
-def _end_content(buf: str, pos: int, memo: dict) -> tuple | None:
+def _end_content(buf: str, pos: int) -> tuple | None:
     # Field 'content': watches close of 'content' '<|END_RESPONSE|>' | '<|END_OF_TURN_TOKEN|>'.
-    match = memo.get("_CONTENT")
-    if match is None or (match and match.start() < pos):
-        match = memo["_CONTENT"] = _CONTENT_RE.search(buf, pos) or ()
-    if not match:
+    # No memo: the leftmost match is the one committed, so the next scan starts past it anyway.
+    match = _CONTENT_RE.search(buf, pos)
+    if match is None:
         return None
     is_open, field = _CONTENT_COMMITS[match.group()]
     return match.start(), match.end(), is_open, field, None
 
 
-def _end_reasoning_content(buf: str, pos: int, memo: dict) -> tuple | None:
+def _end_reasoning_content(buf: str, pos: int) -> tuple | None:
     # Field 'reasoning_content': watches close of 'reasoning_content' '<|END_THINKING|>'.
     start = buf.find(REASONING_CONTENT_CLOSE, pos)
     return None if start < 0 else (start, start + 16, False, "reasoning_content", None)
 
 
-def _end_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
+def _end_tool_calls(buf: str, pos: int) -> tuple | None:
     # Field 'tool_calls': watches close of 'tool_calls' '<|END_ACTION|>'.
     start = buf.find(TOOL_CALLS_CLOSE, pos)
     return None if start < 0 else (start, start + 14, False, "tool_calls", None)
@@ -264,7 +263,6 @@ class ResponseParser(CompiledParser):
     START_ANCHOR_KIND = "start_anchor"
     CONTEXT = 0
     PATTERNS = ()
-    END_MEMO = True
     feed = CompiledParser.feed_without_context  # no regex delimiter looks back: no context to keep
 
     @staticmethod

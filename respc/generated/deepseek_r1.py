@@ -146,10 +146,11 @@ def _scan_tool_calls(buf: str, pos: int) -> tuple:
 
 # At the end of the stream nothing can grow or be held back: one scan per state gives the delimiter
 # to commit, the leftmost complete match (the longest, then the first watched, on a tie), or None.
-# `memo` keeps, for one pass, where each delimiter was found last (`()` or -1: nowhere): a match found
-# from an earlier position is still the leftmost one from any later position up to its start (no
-# delimiter depends on where the search starts, but for `\G`, which is searched anew each time), so
-# each is searched again only once the pass has moved past it.
+# `memo` keeps, for one pass, where each regex searched without a bound was found (`()`: nowhere after):
+# a match found from an earlier position is still the leftmost one from any later position up to its
+# start (no delimiter depends on where the search starts, but for `\G`, searched anew each time), so it
+# is searched again only once the pass has moved past it. Literals are found with `str.find` (cheaper
+# than remembering them) and searches bounded by the best candidate so far stay bounded.
 
 
 def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
@@ -159,9 +160,7 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     # close of 'content' /\s*(?:<｜tool▁calls▁end｜>|<｜end▁of▁sentence｜>)/.
     best = None
     # open of 'reasoning_content'
-    start = memo.get("REASONING_CONTENT_OPEN")
-    if start is None or 0 <= start < pos:
-        start = memo["REASONING_CONTENT_OPEN"] = buf.find(REASONING_CONTENT_OPEN, pos)
+    start = buf.find(REASONING_CONTENT_OPEN, pos)
     if start >= 0:
         best = (start, start + 7, True, "reasoning_content", None)
     # open of 'tool_calls'
@@ -264,7 +263,7 @@ class ResponseParser(CompiledParser):
     START_ANCHOR_KIND = "start_anchor"
     CONTEXT = 1
     PATTERNS = (TOOL_CALLS_OPEN_RE, TOOL_CALLS_OPEN_WHOLE, CONTENT_CLOSE_RE, CONTENT_CLOSE_WHOLE)
-    END_MEMO = True
+    END_MEMO = True  # the end-of-stream scans take `memo`
 
     @staticmethod
     def defaults() -> dict:

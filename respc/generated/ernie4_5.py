@@ -141,10 +141,11 @@ def _scan_tool_calls(buf: str, pos: int) -> tuple:
 
 # At the end of the stream nothing can grow or be held back: one scan per state gives the delimiter
 # to commit, the leftmost complete match (the longest, then the first watched, on a tie), or None.
-# `memo` keeps, for one pass, where each delimiter was found last (`()` or -1: nowhere): a match found
-# from an earlier position is still the leftmost one from any later position up to its start (no
-# delimiter depends on where the search starts, but for `\G`, which is searched anew each time), so
-# each is searched again only once the pass has moved past it.
+# `memo` keeps, for one pass, where each regex searched without a bound was found (`()`: nowhere after):
+# a match found from an earlier position is still the leftmost one from any later position up to its
+# start (no delimiter depends on where the search starts, but for `\G`, searched anew each time), so it
+# is searched again only once the pass has moved past it. Literals are found with `str.find` (cheaper
+# than remembering them) and searches bounded by the best candidate so far stay bounded.
 
 
 def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
@@ -152,9 +153,7 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     # '<response>\n', open of 'reasoning_content' /(?:^|<think>\s*)/, open of 'tool_calls' '<tool_call>'.
     best = None
     # open of 'content'
-    start = memo.get("CONTENT_OPEN")
-    if start is None or 0 <= start < pos:
-        start = memo["CONTENT_OPEN"] = buf.find(CONTENT_OPEN, pos)
+    start = buf.find(CONTENT_OPEN, pos)
     if start >= 0:
         best = (start, start + 11, True, "content", None)
     # open of 'reasoning_content'
@@ -165,9 +164,7 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
         best = (found[0], found[1], True, "reasoning_content", found[3])
     # open of 'tool_calls'
-    start = memo.get("TOOL_CALLS_OPEN")
-    if start is None or 0 <= start < pos:
-        start = memo["TOOL_CALLS_OPEN"] = buf.find(TOOL_CALLS_OPEN, pos)
+    start = buf.find(TOOL_CALLS_OPEN, pos) if best is None else buf.find(TOOL_CALLS_OPEN, pos, best[0] + 11)
     if start >= 0 and (best is None or start < best[0] or (start == best[0] and start + 11 > best[1])):
         best = (start, start + 11, True, "tool_calls", None)
     # A zero-width match at the very end commits nothing, as in the streaming scan.
@@ -258,7 +255,7 @@ class ResponseParser(CompiledParser):
     START_ANCHOR_KIND = "start_anchor"
     CONTEXT = 1
     PATTERNS = (REASONING_CONTENT_OPEN_RE, CONTENT_CLOSE_RE)
-    END_MEMO = True
+    END_MEMO = True  # the end-of-stream scans take `memo`
 
     @staticmethod
     def defaults() -> dict:

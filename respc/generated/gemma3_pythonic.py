@@ -112,10 +112,11 @@ def _scan_tool_calls(buf: str, pos: int) -> tuple:
 
 # At the end of the stream nothing can grow or be held back: one scan per state gives the delimiter
 # to commit, the leftmost complete match (the longest, then the first watched, on a tie), or None.
-# `memo` keeps, for one pass, where each delimiter was found last (`()` or -1: nowhere): a match found
-# from an earlier position is still the leftmost one from any later position up to its start (no
-# delimiter depends on where the search starts, but for `\G`, which is searched anew each time), so
-# each is searched again only once the pass has moved past it.
+# `memo` keeps, for one pass, where each regex searched without a bound was found (`()`: nowhere after):
+# a match found from an earlier position is still the leftmost one from any later position up to its
+# start (no delimiter depends on where the search starts, but for `\G`, searched anew each time), so it
+# is searched again only once the pass has moved past it. Literals are found with `str.find` (cheaper
+# than remembering them) and searches bounded by the best candidate so far stay bounded.
 
 
 def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
@@ -130,23 +131,21 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     if found:
         best = (found[0], found[1], True, "tool_calls", found[3])
     # close of 'content'
-    found = memo.get("CONTENT_CLOSE")
-    if found is None or (found and found[0] < pos):
-        match = CONTENT_CLOSE_ALT.search(buf, pos)
-        found = None if match is None else (match.start(), match.end(), True, None)
-        found = memo["CONTENT_CLOSE"] = found or ()
-    if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
-        best = (found[0], found[1], False, "content", found[3])
+    match = CONTENT_CLOSE_ALT.search(buf, pos, len(buf) if best is None else best[0] + 13)
+    found = None if match is None else (match.start(), match.end(), True, None)
+    if found is not None and (
+        best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])
+    ):
+        best = (found[0], found[1], False, "content", None)
     # A zero-width match at the very end commits nothing, as in the streaming scan.
     return best if best is not None and best[0] < len(buf) else None
 
 
 def _end_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
     # Field 'tool_calls': watches close of 'tool_calls' '<end_of_turn>' | '<eos>'.
-    match = memo.get("_TOOL_CALLS")
-    if match is None or (match and match.start() < pos):
-        match = memo["_TOOL_CALLS"] = _TOOL_CALLS_RE.search(buf, pos) or ()
-    if not match:
+    # No memo: the leftmost match is the one committed, so the next scan starts past it anyway.
+    match = _TOOL_CALLS_RE.search(buf, pos)
+    if match is None:
         return None
     is_open, field = _TOOL_CALLS_COMMITS[match.group()]
     return match.start(), match.end(), is_open, field, None
@@ -206,7 +205,7 @@ class ResponseParser(CompiledParser):
     START_ANCHOR_KIND = "start_anchor"
     CONTEXT = 1
     PATTERNS = (TOOL_CALLS_OPEN_RE,)
-    END_MEMO = True
+    END_MEMO = True  # the end-of-stream scans take `memo`
 
     @staticmethod
     def defaults() -> dict:

@@ -133,51 +133,52 @@ def _scan_tool_calls(buf: str, pos: int) -> tuple:
 
 # At the end of the stream nothing can grow or be held back: one scan per state gives the delimiter
 # to commit, the leftmost complete match (the longest, then the first watched, on a tie), or None.
-# `memo` keeps, for one pass, where each delimiter was found last (`()` or -1: nowhere): a match found
-# from an earlier position is still the leftmost one from any later position up to its start (no
-# delimiter depends on where the search starts, but for `\G`, which is searched anew each time), so
-# each is searched again only once the pass has moved past it.
+# `memo` keeps, for one pass, where each regex searched without a bound was found (`()`: nowhere after):
+# a match found from an earlier position is still the leftmost one from any later position up to its
+# start (no delimiter depends on where the search starts, but for `\G`, searched anew each time), so it
+# is searched again only once the pass has moved past it. Literals are found with `str.find` (cheaper
+# than remembering them) and searches bounded by the best candidate so far stay bounded.
 
 
-def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
+def _end_outside(buf: str, pos: int) -> tuple | None:
     # Outside explicit regions, in the implicit field 'content': watches open of 'reasoning_content'
     # '<|channel>thought\n', open of 'tool_calls' /<\|tool_call>call:(?P<name>\w+)/, close of 'content'
     # '<turn|>' | '<|tool_response>' | '<eos>'.
     best = None
     # open of 'reasoning_content'
-    start = memo.get("REASONING_CONTENT_OPEN")
-    if start is None or 0 <= start < pos:
-        start = memo["REASONING_CONTENT_OPEN"] = buf.find(REASONING_CONTENT_OPEN, pos)
+    start = buf.find(REASONING_CONTENT_OPEN, pos)
     if start >= 0:
         best = (start, start + 18, True, "reasoning_content", None)
     # open of 'tool_calls'
-    found = memo.get("TOOL_CALLS_OPEN_RE")
-    if found is None or (found and found[0] < pos):
-        # No match can start before the first '<|tool_call>call:'.
-        at = buf.find(TOOL_CALLS_OPEN_PREFIX, pos)
-        found = None if at < 0 else scan_pattern(buf, at, TOOL_CALLS_OPEN_RE, True)
-        found = memo["TOOL_CALLS_OPEN_RE"] = found or ()
-    if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
+    # No match can start before the first '<|tool_call>call:' (nor matter after the best so far).
+    at = (
+        buf.find(TOOL_CALLS_OPEN_PREFIX, pos)
+        if best is None
+        else buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + 17)
+    )
+    found = None if at < 0 else scan_pattern(buf, at, TOOL_CALLS_OPEN_RE, True)
+    if found is not None and (
+        best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])
+    ):
         best = (found[0], found[1], True, "tool_calls", found[3])
     # close of 'content'
-    found = memo.get("CONTENT_CLOSE")
-    if found is None or (found and found[0] < pos):
-        match = CONTENT_CLOSE_ALT.search(buf, pos)
-        found = None if match is None else (match.start(), match.end(), True, None)
-        found = memo["CONTENT_CLOSE"] = found or ()
-    if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
-        best = (found[0], found[1], False, "content", found[3])
+    match = CONTENT_CLOSE_ALT.search(buf, pos, len(buf) if best is None else best[0] + 16)
+    found = None if match is None else (match.start(), match.end(), True, None)
+    if found is not None and (
+        best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])
+    ):
+        best = (found[0], found[1], False, "content", None)
     # A zero-width match at the very end commits nothing, as in the streaming scan.
     return best if best is not None and best[0] < len(buf) else None
 
 
-def _end_reasoning_content(buf: str, pos: int, memo: dict) -> tuple | None:
+def _end_reasoning_content(buf: str, pos: int) -> tuple | None:
     # Field 'reasoning_content': watches close of 'reasoning_content' '<channel|>'.
     start = buf.find(REASONING_CONTENT_CLOSE, pos)
     return None if start < 0 else (start, start + 10, False, "reasoning_content", None)
 
 
-def _end_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
+def _end_tool_calls(buf: str, pos: int) -> tuple | None:
     # Field 'tool_calls': watches close of 'tool_calls' '<tool_call|>'.
     start = buf.find(TOOL_CALLS_CLOSE, pos)
     return None if start < 0 else (start, start + 12, False, "tool_calls", None)
@@ -250,7 +251,6 @@ class ResponseParser(CompiledParser):
     START_ANCHOR_KIND = "start_anchor"
     CONTEXT = 1
     PATTERNS = (TOOL_CALLS_OPEN_RE,)
-    END_MEMO = True
 
     @staticmethod
     def defaults() -> dict:

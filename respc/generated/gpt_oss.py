@@ -169,65 +169,67 @@ def _scan_tool_calls(buf: str, pos: int) -> tuple:
 
 # At the end of the stream nothing can grow or be held back: one scan per state gives the delimiter
 # to commit, the leftmost complete match (the longest, then the first watched, on a tie), or None.
-# `memo` keeps, for one pass, where each delimiter was found last (`()` or -1: nowhere): a match found
-# from an earlier position is still the leftmost one from any later position up to its start (no
-# delimiter depends on where the search starts, but for `\G`, which is searched anew each time), so
-# each is searched again only once the pass has moved past it.
+# `memo` keeps, for one pass, where each regex searched without a bound was found (`()`: nowhere after):
+# a match found from an earlier position is still the leftmost one from any later position up to its
+# start (no delimiter depends on where the search starts, but for `\G`, searched anew each time), so it
+# is searched again only once the pass has moved past it. Literals are found with `str.find` (cheaper
+# than remembering them) and searches bounded by the best candidate so far stay bounded.
 
 
-def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
+def _end_outside(buf: str, pos: int) -> tuple | None:
     # Outside explicit regions (no implicit field: text is discarded): watches open of 'content'
     # '<|channel|>final<|message|>', open of 'reasoning_content' '<|channel|>analysis<|message|>', open of
     # 'tool_calls' /<\|channel\|>commentary to=functions\.(?P<name>\w+).*?<\|message\|>/.
     best = None
     # open of 'content'
-    start = memo.get("CONTENT_OPEN")
-    if start is None or 0 <= start < pos:
-        start = memo["CONTENT_OPEN"] = buf.find(CONTENT_OPEN, pos)
+    start = buf.find(CONTENT_OPEN, pos)
     if start >= 0:
         best = (start, start + 27, True, "content", None)
     # open of 'reasoning_content'
-    start = memo.get("REASONING_CONTENT_OPEN")
-    if start is None or 0 <= start < pos:
-        start = memo["REASONING_CONTENT_OPEN"] = buf.find(REASONING_CONTENT_OPEN, pos)
+    start = (
+        buf.find(REASONING_CONTENT_OPEN, pos)
+        if best is None
+        else buf.find(REASONING_CONTENT_OPEN, pos, best[0] + 30)
+    )
     if start >= 0 and (best is None or start < best[0] or (start == best[0] and start + 30 > best[1])):
         best = (start, start + 30, True, "reasoning_content", None)
     # open of 'tool_calls'
-    found = memo.get("TOOL_CALLS_OPEN_RE")
-    if found is None or (found and found[0] < pos):
-        # No match can start before the first '<|channel|>commentary to=functions.'.
-        at = buf.find(TOOL_CALLS_OPEN_PREFIX, pos)
-        found = None if at < 0 else scan_pattern(buf, at, TOOL_CALLS_OPEN_RE, True)
-        found = memo["TOOL_CALLS_OPEN_RE"] = found or ()
-    if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
+    # No match can start before the first '<|channel|>commentary to=functions.' (nor matter after the best so far).
+    at = (
+        buf.find(TOOL_CALLS_OPEN_PREFIX, pos)
+        if best is None
+        else buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + 35)
+    )
+    found = None if at < 0 else scan_pattern(buf, at, TOOL_CALLS_OPEN_RE, True)
+    if found is not None and (
+        best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])
+    ):
         best = (found[0], found[1], True, "tool_calls", found[3])
     # A zero-width match at the very end commits nothing, as in the streaming scan.
     return best if best is not None and best[0] < len(buf) else None
 
 
-def _end_reasoning_content(buf: str, pos: int, memo: dict) -> tuple | None:
+def _end_reasoning_content(buf: str, pos: int) -> tuple | None:
     # Field 'reasoning_content': watches close of 'reasoning_content' '<|end|>'.
     start = buf.find(REASONING_CONTENT_CLOSE, pos)
     return None if start < 0 else (start, start + 7, False, "reasoning_content", None)
 
 
-def _end_content(buf: str, pos: int, memo: dict) -> tuple | None:
+def _end_content(buf: str, pos: int) -> tuple | None:
     # Field 'content': watches close of 'content' '<|end|>' | '<|return|>' | '<|call|>'.
-    match = memo.get("_CONTENT")
-    if match is None or (match and match.start() < pos):
-        match = memo["_CONTENT"] = _CONTENT_RE.search(buf, pos) or ()
-    if not match:
+    # No memo: the leftmost match is the one committed, so the next scan starts past it anyway.
+    match = _CONTENT_RE.search(buf, pos)
+    if match is None:
         return None
     is_open, field = _CONTENT_COMMITS[match.group()]
     return match.start(), match.end(), is_open, field, None
 
 
-def _end_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
+def _end_tool_calls(buf: str, pos: int) -> tuple | None:
     # Field 'tool_calls': watches close of 'tool_calls' '<|call|>' | '<|return|>'.
-    match = memo.get("_TOOL_CALLS")
-    if match is None or (match and match.start() < pos):
-        match = memo["_TOOL_CALLS"] = _TOOL_CALLS_RE.search(buf, pos) or ()
-    if not match:
+    # No memo: the leftmost match is the one committed, so the next scan starts past it anyway.
+    match = _TOOL_CALLS_RE.search(buf, pos)
+    if match is None:
         return None
     is_open, field = _TOOL_CALLS_COMMITS[match.group()]
     return match.start(), match.end(), is_open, field, None
@@ -303,7 +305,6 @@ class ResponseParser(CompiledParser):
     START_ANCHOR_KIND = "start_anchor"
     CONTEXT = 1
     PATTERNS = (TOOL_CALLS_OPEN_RE,)
-    END_MEMO = True
 
     @staticmethod
     def defaults() -> dict:

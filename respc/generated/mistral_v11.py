@@ -146,10 +146,11 @@ def _scan_tool_calls(buf: str, pos: int) -> tuple:
 
 # At the end of the stream nothing can grow or be held back: one scan per state gives the delimiter
 # to commit, the leftmost complete match (the longest, then the first watched, on a tie), or None.
-# `memo` keeps, for one pass, where each delimiter was found last (`()` or -1: nowhere): a match found
-# from an earlier position is still the leftmost one from any later position up to its start (no
-# delimiter depends on where the search starts, but for `\G`, which is searched anew each time), so
-# each is searched again only once the pass has moved past it.
+# `memo` keeps, for one pass, where each regex searched without a bound was found (`()`: nowhere after):
+# a match found from an earlier position is still the leftmost one from any later position up to its
+# start (no delimiter depends on where the search starts, but for `\G`, searched anew each time), so it
+# is searched again only once the pass has moved past it. Literals are found with `str.find` (cheaper
+# than remembering them) and searches bounded by the best candidate so far stay bounded.
 
 
 def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
@@ -158,26 +159,24 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     # /\[TOOL_CALLS\](?P<name>[^\[\]\s]+)(?:\[CALL_ID\][^\[]*)?\[ARGS\]/, close of 'content' '</s>'.
     best = None
     # open of 'reasoning_content'
-    found = memo.get("REASONING_CONTENT_OPEN")
-    if found is None or (found and found[0] < pos):
-        match = REASONING_CONTENT_OPEN_ALT.search(buf, pos)
-        found = None if match is None else (match.start(), match.end(), True, None)
-        found = memo["REASONING_CONTENT_OPEN"] = found or ()
-    if found:
-        best = (found[0], found[1], True, "reasoning_content", found[3])
+    match = REASONING_CONTENT_OPEN_ALT.search(buf, pos)
+    found = None if match is None else (match.start(), match.end(), True, None)
+    if found is not None:
+        best = (found[0], found[1], True, "reasoning_content", None)
     # open of 'tool_calls'
-    found = memo.get("TOOL_CALLS_OPEN_RE")
-    if found is None or (found and found[0] < pos):
-        # No match can start before the first '[TOOL_CALLS]'.
-        at = buf.find(TOOL_CALLS_OPEN_PREFIX, pos)
-        found = None if at < 0 else scan_pattern(buf, at, TOOL_CALLS_OPEN_RE, True)
-        found = memo["TOOL_CALLS_OPEN_RE"] = found or ()
-    if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
+    # No match can start before the first '[TOOL_CALLS]' (nor matter after the best so far).
+    at = (
+        buf.find(TOOL_CALLS_OPEN_PREFIX, pos)
+        if best is None
+        else buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + 12)
+    )
+    found = None if at < 0 else scan_pattern(buf, at, TOOL_CALLS_OPEN_RE, True)
+    if found is not None and (
+        best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])
+    ):
         best = (found[0], found[1], True, "tool_calls", found[3])
     # close of 'content'
-    start = memo.get("CONTENT_CLOSE")
-    if start is None or 0 <= start < pos:
-        start = memo["CONTENT_CLOSE"] = buf.find(CONTENT_CLOSE, pos)
+    start = buf.find(CONTENT_CLOSE, pos) if best is None else buf.find(CONTENT_CLOSE, pos, best[0] + 4)
     if start >= 0 and (best is None or start < best[0] or (start == best[0] and start + 4 > best[1])):
         best = (start, start + 4, False, "content", None)
     # A zero-width match at the very end commits nothing, as in the streaming scan.
@@ -186,10 +185,9 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
 
 def _end_reasoning_content(buf: str, pos: int, memo: dict) -> tuple | None:
     # Field 'reasoning_content': watches close of 'reasoning_content' '[/THINK]' | '</think>'.
-    match = memo.get("_REASONING_CONTENT")
-    if match is None or (match and match.start() < pos):
-        match = memo["_REASONING_CONTENT"] = _REASONING_CONTENT_RE.search(buf, pos) or ()
-    if not match:
+    # No memo: the leftmost match is the one committed, so the next scan starts past it anyway.
+    match = _REASONING_CONTENT_RE.search(buf, pos)
+    if match is None:
         return None
     is_open, field = _REASONING_CONTENT_COMMITS[match.group()]
     return match.start(), match.end(), is_open, field, None
@@ -272,7 +270,7 @@ class ResponseParser(CompiledParser):
     START_ANCHOR_KIND = "start_anchor"
     CONTEXT = 1
     PATTERNS = (TOOL_CALLS_OPEN_RE, TOOL_CALLS_CLOSE_RE)
-    END_MEMO = True
+    END_MEMO = True  # the end-of-stream scans take `memo`
 
     @staticmethod
     def defaults() -> dict:

@@ -52,6 +52,7 @@ _SCALAR = (
 _FAST_ARGUMENT = re.compile(rf"{_WS}({_NAME.pattern}){_WS}={_WS}{_SCALAR}{_WS}([,)])")
 _FAST_ITEM = re.compile(rf"{_WS}{_SCALAR}{_WS}([,\]])")
 _FAST_PAIR = re.compile(rf"{_WS}(?:{_KEY}){_WS}:{_WS}{_SCALAR}{_WS}([,}}])")
+_FAST_CALL = re.compile(rf"{_WS}({_NAME.pattern}){_WS}\({_WS}")  # a call's name and "(": as in _FAST_ARGUMENT
 _NOT_FAST = object()
 
 
@@ -133,15 +134,19 @@ def _call_list(text: str) -> list[dict]:
 
 
 def _call(text: str, pos: int) -> tuple[dict, int]:
-    pos = _skip(text, pos)
-    match = _NAME.match(text, pos)
-    if match is None:
-        raise _Failure("expected a function name", pos)
-    name = match[0]
-    pos = _skip(text, match.end())
-    if not text.startswith("(", pos):
-        raise _Failure("expected '('", pos)
-    pos = _skip(text, pos + 1)
+    head = _FAST_CALL.match(text, pos)
+    if head is not None:
+        name, pos = head[1], head.end()
+    else:
+        pos = _skip(text, pos)
+        match = _NAME.match(text, pos)
+        if match is None:
+            raise _Failure("expected a function name", pos)
+        name = match[0]
+        pos = _skip(text, match.end())
+        if not text.startswith("(", pos):
+            raise _Failure("expected '('", pos)
+        pos = _skip(text, pos + 1)
     pairs = []
     if text.startswith(")", pos):
         pos += 1
@@ -179,6 +184,9 @@ def _call(text: str, pos: int) -> tuple[dict, int]:
 
 def _unique(pairs: list[tuple[str, Any]], pos: int) -> dict:
     """The pairs as a dict; a repeated name fails at `pos`, just after the closing bracket."""
+    out = dict(pairs)
+    if len(out) == len(pairs):  # no name repeated: the same dict, in the same order
+        return out
     out = {}
     for key, value in pairs:
         if key in out:

@@ -475,8 +475,10 @@ def _json_parser(args: dict, target: Target) -> Callable[[str], Any] | None:
             return _JSON_WORDS[text]
         if text.isdigit() and text.isascii() and len(text) < 16 and (text[0] != "0" or len(text) == 1):
             return int(text)
-        if lenient and _cannot_be_json(text):
-            return text.strip() if strip else text
+        if lenient:  # `_cannot_be_json`, inlined: most values of a lenient field are plain words
+            head = text.lstrip(_JSON_SPACE)
+            if not head or head[0] not in _JSON_STARTS:
+                return text.strip() if strip else text
         try:
             return _loads(text)
         except json.JSONDecodeError as error:
@@ -511,7 +513,11 @@ def _xml_inline_parser(args: dict, target: Target) -> Callable[[str], Any] | Non
     def parse(text: str) -> dict:
         if type(text) is not str:
             return parse_xml_inline(text, args, target)
-        return _tag_dict(tag_rows(text, shape), value, merge, target)
+        if merge:
+            return _tag_dict(tag_rows(text, shape), value, merge, target)
+        # `_tag_dict` without merging, inlined: a repeated key keeps its first place and its last value.
+        rows = tag_rows(text, shape)
+        return dict(rows) if value is None else {key: value(raw) for key, raw in rows}
 
     return parse
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections import namedtuple
+from functools import lru_cache
 
 __all__ = ["REGEX_SPACE", "TagShape", "tag_rows", "tag_shape"]
 
@@ -74,18 +75,52 @@ def tag_shape(pattern: object) -> TagShape | None:
     return shape
 
 
+@lru_cache(maxsize=256)
+def _head(shape: TagShape) -> re.Pattern[str]:
+    r"""The opening, key and middle literal (and the `\s*` after it) as one `re` pattern, matched at an
+    opening: the same key as `_rows_from` finds (the longest run outside `stops`, which a shorter one
+    cannot replace), with the classes written out character by character (`REGEX_SPACE` for `\s`)."""
+    stops = "".join(re.escape(char) for char in shape.stops)
+    lead = "[" + "".join(re.escape(char) for char in REGEX_SPACE) + "]*" if shape.lead else ""
+    return re.compile(f"{re.escape(shape.opening)}([^{stops}]+){re.escape(shape.middle)}{lead}", re.DOTALL)
+
+
 def tag_rows(text: str, shape: TagShape) -> list[tuple[str, str]]:
     """The `(key, value)` of each match of the shape's pattern in `text`, as `regex.finditer` (DOTALL)
-    finds them, left to right. Linear in the text: each search goes on from where the last one stopped."""
+    finds them, left to right. Linear in the text.
+
+    While every opening starts a match, one `re` match reads its key (fewer steps than `_rows_from`);
+    at the first opening that does not, `_rows_from` takes over: its searches go on from where the last
+    one stopped, where `re` would read a long key run again from each of many failing openings."""
+    head = _head(shape).match
+    opening, closing, trail, skip_close = shape.opening, shape.closing, shape.trail, len(shape.closing)
+    find = text.find
+    rows: list[tuple[str, str]] = []
+    append = rows.append
+    pos = 0
+    while (start := find(opening, pos)) >= 0:
+        found = head(text, start)
+        if found is None:
+            return _rows_from(text, shape, start, rows)
+        value_start = found.end()
+        close_at = find(closing, value_start)
+        if close_at < 0:  # no closing literal after this value start, nor after any later one
+            break
+        value = text[value_start:close_at].rstrip(REGEX_SPACE) if trail else text[value_start:close_at]
+        append((found[1], value))
+        pos = close_at + skip_close
+    return rows
+
+
+def _rows_from(text: str, shape: TagShape, pos: int, rows: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """`rows` and the rows of the matches from `pos` on, found with `str.find` in linear time."""
     opening, stops, middle, lead, trail, closing = shape
     find = text.find
     n, skip_open, skip_middle, skip_close = len(text), len(opening), len(middle), len(closing)
     single = stops if len(stops) == 1 else None
-    rows: list[tuple[str, str]] = []
     append = rows.append
     stop_at = -1  # the first stop character at or after the last key's start
     close_from = close_at = -1  # the first closing literal at or after close_from is at close_at
-    pos = 0
     while (start := find(opening, pos)) >= 0:
         key_start = start + skip_open
         # The key: the longest run of characters outside `stops` (non-empty), then the middle literal. A

@@ -1,8 +1,8 @@
-"""The end-of-stream pass remembers where it found each delimiter (`memo`, issue #17): a match found from an
-earlier position is reused until the pass moves past it. Exactness is the differential suites' job (every
-whole-message parse goes through it); these tests pin what could go wrong: a pattern whose matches depend
-on where the search starts (`\\G`), and the memo doing its work (each delimiter searched about once per
-region it ends, not once per scan)."""
+"""The end-of-stream pass remembers where it found each regex delimiter (`memo`, issue #17): a match found
+from an earlier position is reused until the pass moves past it. Exactness is the differential suites' job
+(every whole-message parse goes through it); these tests pin what could go wrong: patterns whose matches
+depend on where the search starts (`\\G`, reverse atomic groups, fuzzy constraints), and the memo doing its
+work (each delimiter searched about once per region it ends, not once per scan)."""
 
 from __future__ import annotations
 
@@ -42,6 +42,46 @@ def test_patterns_anchored_where_the_search_starts_are_searched_anew(text: str) 
     parser = module.ResponseParser("")
     parser.feed(text)
     assert parser.finalize()[0] == oracle_parse(text, G_TEMPLATE, prefix="")
+
+
+# Found by an independent review (helper session): matches that depend on where the search starts
+# beyond `\G`. A reverse search stops an atomic group at the search start; a fuzzy match's best start
+# depends on it. Only patterns in the plain syntax (`is_plain`) are remembered.
+START_DEPENDENT = [
+    (
+        {
+            "start_anchor": "S",
+            "fields": {
+                "a": {"open": "<a>", "close": "!a"},
+                "b": {"open_pattern": "(?r)(?<=a)(?>a*)c", "close": "</b>"},
+            },
+        },
+        "<a>q!aaacZ",
+    ),
+    (
+        {
+            "start_anchor": "S",
+            "fields": {
+                "a": {"open": "x", "close_pattern": "(?=b)"},
+                "b": {"open_pattern": "(?:aab){e<=1}", "close": "</b>"},
+                "c": {},
+            },
+        },
+        "xbaabbx",
+    ),
+]
+
+
+@pytest.mark.parametrize(("template", "text"), START_DEPENDENT)
+def test_matches_that_depend_on_the_search_start_are_searched_anew(template: dict, text: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        module = respc.compile_template(template)
+        expected = oracle_parse(text, template, prefix="")
+    assert module.parse_response(text, prefix="") == expected
+    parser = module.ResponseParser("")
+    parser.feed(text)
+    assert parser.finalize()[0] == expected
 
 
 def test_each_delimiter_is_searched_once_per_region_it_ends() -> None:

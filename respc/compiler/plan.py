@@ -20,6 +20,7 @@ from respc.compiler.analysis import (
     backtracking_risk,
     empty_together,
     first_chars,
+    is_plain,
     literal_prefix,
     may_match_empty,
     split_lead,
@@ -89,9 +90,12 @@ class Delimiter:
 
     @property
     def remembered(self) -> bool:
-        """Whether an end-of-stream pass may reuse where it found this delimiter: not for a pattern holding
-        `\\G`, which matches where the search starts (or anything that looks like it)."""
-        return "\\G" not in self.anchor.pattern
+        """Whether an end-of-stream pass may reuse where it found this delimiter: only for a pattern in the
+        syntax Python's parser and `regex` read alike (`is_plain`), whose match at a position does not
+        depend on where the search started. That leaves out `\\G` (matches where the search starts),
+        reverse searches with atomic or possessive parts (they stop at the search start) and fuzzy
+        constraints (their best match depends on it): an independent review found the last two."""
+        return is_plain(self.anchor.pattern)
 
     @property
     def prefix_const(self) -> str:

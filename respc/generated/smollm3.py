@@ -118,9 +118,9 @@ def _scan_tool_calls(buf: str, pos: int) -> tuple:
 # to commit, the leftmost complete match (the longest, then the first watched, on a tie), or None.
 # `memo` keeps, for one pass, where each regex searched without a bound was found (`()`: nowhere after):
 # a match found from an earlier position is still the leftmost one from any later position up to its
-# start (no delimiter depends on where the search starts, but for `\G`, searched anew each time), so it
-# is searched again only once the pass has moved past it. Literals are found with `str.find` (cheaper
-# than remembering them) and searches bounded by the best candidate so far stay bounded.
+# start, for a pattern whose match does not depend on where the search starts (the others are searched
+# anew each time), so it is searched again only once the pass has moved past it. Literals are found with
+# `str.find` (cheaper than remembering them) and searches bounded by the best candidate so far stay so.
 
 
 def _end_outside(buf: str, pos: int) -> tuple | None:

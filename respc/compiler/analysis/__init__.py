@@ -17,11 +17,13 @@ from respc.compiler.analysis.backtracking import backtracking_risk
 from respc.compiler.analysis.empty import empty_together, may_match_empty
 from respc.compiler.analysis.lead import split_lead
 from respc.compiler.analysis.starts import first_chars, literal_prefix
+from respc.compiler.analysis.syntax import is_plain
 
 __all__ = [
     "backtracking_risk",
     "empty_together",
     "first_chars",
+    "is_plain",
     "literal_prefix",
     "may_match_empty",
     "split_lead",

@@ -481,12 +481,9 @@ def _json_parser(args: dict, target: Target) -> Callable[[str], Any] | None:
                 return text.strip() if strip else text
         try:
             return _loads(text)
-        except json.JSONDecodeError as error:
-            if lenient:
-                return text.strip() if strip else text
-            raise ValueError(
-                f"json parser could not parse region as JSON.\nContent: {text!r}\nError: {error}"
-            ) from error
+        except json.JSONDecodeError:
+            pass  # outside the handler, so that nothing chains to this error
+        return parse_json(text, args, target)  # no JSON: upstream's answer (the text, or its error)
 
     return parse
 

@@ -288,7 +288,10 @@ def test_the_ray_example_job_writes_shards_from_the_workers(
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip().endswith(f"1500 records, 214 failed -> {tmp_path / 'messages'}")
+    # The job's summary line; Ray's raylet may print its own warnings after it (seen: "8 PYTHON worker
+    # processes have been started"), so it need not be the last line.
+    summary = f"1500 records, 214 failed -> {tmp_path / 'messages'}"
+    assert summary in [line.strip() for line in done.stdout.splitlines()], done.stdout
     written = pq.read_table(tmp_path / "messages").sort_by("id")
     run_local(_job(data / "shards", tmp_path / "untyped.parquet", tools=None))  # the job passes no tools
     assert written.equals(pq.read_table(tmp_path / "untyped.parquet"))

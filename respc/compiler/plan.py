@@ -398,16 +398,22 @@ class ParserPlan:
             if d.method in ("pattern", "lead") and d.prefix
         )
 
+    def remembers(self, state: State, index: int) -> bool:
+        """Whether the end-of-stream scan of `state` keeps its `index`-th watch's search in the pass's
+        memo: a regex searched without a bound (not from its prefix up to the best so far) in a state
+        watching several delimiters (with one, the match found is the one committed)."""
+        d = state.watches[index]
+        return (
+            len(state.watches) > 1
+            and d.method in ("pattern", "lead")
+            and not (index > 0 and d.method == "pattern" and d.const in self.prefixed)
+        )
+
     @property
     def end_memo(self) -> bool:
-        """Whether some end-of-stream scan remembers a regex search across one pass (the `memo`): a regex
-        delimiter of a state watching several, not searched from its prefix up to the best so far."""
+        """Whether some end-of-stream scan takes the pass's memo (`remembers`)."""
         return any(
-            d.method in ("pattern", "lead")
-            and not (i > 0 and d.method == "pattern" and d.const in self.prefixed)
-            for s in self.states
-            if s.end_shape == "many"
-            for i, d in enumerate(s.watches)
+            self.remembers(s, i) for s in self.states if s.end_shape == "many" for i in range(len(s.watches))
         )
 
     @property

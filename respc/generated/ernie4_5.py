@@ -181,10 +181,7 @@ def _end_content(buf: str, pos: int, memo: dict) -> tuple | None:
     # Field 'content': watches close of 'content' /\n?</response>/.
     best = None
     # close of 'content'
-    found = memo.get("CONTENT_CLOSE_RE")
-    if found is None or (found and found[0] < pos):
-        found = scan_pattern(buf, pos, CONTENT_CLOSE_RE, True)
-        found = memo["CONTENT_CLOSE_RE"] = found or ()
+    found = scan_pattern(buf, pos, CONTENT_CLOSE_RE, True)
     if found:
         best = (found[0], found[1], False, "content", found[3])
     # A zero-width match at the very end commits nothing, as in the streaming scan.

@@ -201,10 +201,7 @@ def _end_reasoning_content(buf: str, pos: int, memo: dict) -> tuple | None:
     # /</think>|(?=<\|tool_calls_section_begin\|>)/.
     best = None
     # close of 'reasoning_content'
-    found = memo.get("REASONING_CONTENT_CLOSE_RE")
-    if found is None or (found and found[0] < pos):
-        found = scan_pattern(buf, pos, REASONING_CONTENT_CLOSE_RE, True)
-        found = memo["REASONING_CONTENT_CLOSE_RE"] = found or ()
+    found = scan_pattern(buf, pos, REASONING_CONTENT_CLOSE_RE, True)
     if found:
         best = (found[0], found[1], False, "reasoning_content", found[3])
     # A zero-width match at the very end commits nothing, as in the streaming scan.

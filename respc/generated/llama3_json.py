@@ -160,10 +160,7 @@ def _end_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
     # name"\s*:\s*"[^"\\]*"\s*,\s*"parameters"\s*:)|<\|eom_id\|>|<\|eot_id\|>/.
     best = None
     # close of 'tool_calls'
-    found = memo.get("TOOL_CALLS_CLOSE_RE")
-    if found is None or (found and found[0] < pos):
-        found = scan_pattern(buf, pos, TOOL_CALLS_CLOSE_RE, True)
-        found = memo["TOOL_CALLS_CLOSE_RE"] = found or ()
+    found = scan_pattern(buf, pos, TOOL_CALLS_CLOSE_RE, True)
     if found:
         best = (found[0], found[1], False, "tool_calls", found[3])
     # A zero-width match at the very end commits nothing, as in the streaming scan.

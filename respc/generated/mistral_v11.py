@@ -153,7 +153,7 @@ def _scan_tool_calls(buf: str, pos: int) -> tuple:
 # `str.find` (cheaper than remembering them) and searches bounded by the best candidate so far stay so.
 
 
-def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
+def _end_outside(buf: str, pos: int) -> tuple | None:
     # Outside explicit regions, in the implicit field 'content': watches open of 'reasoning_content'
     # '[THINK]' | '<think>', open of 'tool_calls'
     # /\[TOOL_CALLS\](?P<name>[^\[\]\s]+)(?:\[CALL_ID\][^\[]*)?\[ARGS\]/, close of 'content' '</s>'.
@@ -183,7 +183,7 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     return best if best is not None and best[0] < len(buf) else None
 
 
-def _end_reasoning_content(buf: str, pos: int, memo: dict) -> tuple | None:
+def _end_reasoning_content(buf: str, pos: int) -> tuple | None:
     # Field 'reasoning_content': watches close of 'reasoning_content' '[/THINK]' | '</think>'.
     # No memo: the leftmost match is the one committed, so the next scan starts past it anyway.
     match = _REASONING_CONTENT_RE.search(buf, pos)
@@ -193,14 +193,11 @@ def _end_reasoning_content(buf: str, pos: int, memo: dict) -> tuple | None:
     return match.start(), match.end(), is_open, field, None
 
 
-def _end_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
+def _end_tool_calls(buf: str, pos: int) -> tuple | None:
     # Field 'tool_calls': watches close of 'tool_calls' /</s>|(?=\[TOOL_CALLS\])/.
     best = None
     # close of 'tool_calls'
-    found = memo.get("TOOL_CALLS_CLOSE_RE")
-    if found is None or (found and found[0] < pos):
-        found = scan_pattern(buf, pos, TOOL_CALLS_CLOSE_RE, True)
-        found = memo["TOOL_CALLS_CLOSE_RE"] = found or ()
+    found = scan_pattern(buf, pos, TOOL_CALLS_CLOSE_RE, True)
     if found:
         best = (found[0], found[1], False, "tool_calls", found[3])
     # A zero-width match at the very end commits nothing, as in the streaming scan.
@@ -270,7 +267,6 @@ class ResponseParser(CompiledParser):
     START_ANCHOR_KIND = "start_anchor"
     CONTEXT = 1
     PATTERNS = (TOOL_CALLS_OPEN_RE, TOOL_CALLS_CLOSE_RE)
-    END_MEMO = True  # the end-of-stream scans take `memo`
 
     @staticmethod
     def defaults() -> dict:

@@ -193,12 +193,9 @@ def _end_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
     # Field 'tool_calls': watches close of 'tool_calls' /</function>\s*</tool_call>/.
     best = None
     # close of 'tool_calls'
-    found = memo.get("TOOL_CALLS_CLOSE_RE")
-    if found is None or (found and found[0] < pos):
-        # No match can start before the first '</function>'.
-        at = buf.find(TOOL_CALLS_CLOSE_PREFIX, pos)
-        found = None if at < 0 else scan_pattern(buf, at, TOOL_CALLS_CLOSE_RE, True)
-        found = memo["TOOL_CALLS_CLOSE_RE"] = found or ()
+    # No match can start before the first '</function>'.
+    at = buf.find(TOOL_CALLS_CLOSE_PREFIX, pos)
+    found = None if at < 0 else scan_pattern(buf, at, TOOL_CALLS_CLOSE_RE, True)
     if found:
         best = (found[0], found[1], False, "tool_calls", found[3])
     # A zero-width match at the very end commits nothing, as in the streaming scan.

@@ -11,7 +11,7 @@ transformers would hang on them. The Jinja templates print this plan and decide 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import regex
@@ -23,6 +23,7 @@ from respc.compiler.analysis import (
     is_plain,
     literal_prefix,
     may_match_empty,
+    rare_char,
     split_lead,
 )
 from respc.compiler.spec import Anchor, Field, Spec, TemplateError
@@ -43,6 +44,8 @@ PARSER_FUNCTIONS = {
     "kv-lines": "parse_kv_lines",
     "python-call-list": "parse_python_call_list",
 }
+# Characters a far end-of-stream scan looks at for a literal before finding its rare character first.
+NEAR = 64
 OUTSIDE = "outside"  # the scan of the implicit field / null sink; reserved so no field takes the name
 # Patterns that look behind the scan position (or change how far back a boundary looks) need the
 # whole consumed text as context; anything else sees at most one character before it.
@@ -70,6 +73,9 @@ class Delimiter:
     rest: str | None = None  # the pattern after that run, which the scan searches for
     prefix: str = ""  # literal text every match of the searched pattern starts with
     recheck: bool = False  # a match ending before the edge is final only if it survives extension (5.24)
+    # (char, offset) that end-of-stream scans find first (`memchr`) before the literal, the list's
+    # alternation or the prefix (see `respc.compiler.analysis.rare`); None: the plain search
+    rare: tuple[str, int] | None = None
 
     @property
     def method(self) -> str:
@@ -133,11 +139,25 @@ class State:
     starts: str | None  # class of the characters a watched delimiter's match must start (or resume) with
     runs: tuple[str, ...]  # regex classes of the trailing runs that lead-run delimiters hold back
     dirty: bool
+    rare: tuple[str, int] | None = None  # found first by the `literals` end scan, as `Delimiter.rare`
 
     @property
     def end_function(self) -> str:
         """The state's end-of-stream scan, which holds nothing back."""
         return self.function.replace("_scan_", "_end_", 1)
+
+    @property
+    def far_function(self) -> str:
+        """The state's end-of-stream scan for a long text, which finds rare characters first."""
+        return self.function.replace("_scan_", "_far_", 1)
+
+    @property
+    def far(self) -> bool:
+        """Whether the end-of-stream scan searches a literal (or a regex's literal prefix) with a rare
+        character, so that a scan for long texts is worth writing."""
+        if self.end_shape == "literals":
+            return self.rare is not None
+        return self.end_shape != "nothing" and any(d.rare is not None for d in self.watches)
 
     @property
     def table(self) -> str:
@@ -417,6 +437,23 @@ class ParserPlan:
         )
 
     @property
+    def near(self) -> int:
+        """How far the far scans look for a literal before they find its rare character first."""
+        return NEAR
+
+    @staticmethod
+    def far_skip(length: int, rare: tuple[str, int]) -> int | None:
+        """Where, past the search position, a far scan finds the rare character of a literal of `length`
+        that is not within NEAR characters: any occurrence then starts at `NEAR - length + 1` or later,
+        and has the character `rare[1]` further. None for a literal longer than NEAR (no near look)."""
+        return NEAR - length + 1 + rare[1] if length <= NEAR else None
+
+    @property
+    def far_states(self) -> tuple[State, ...]:
+        """The states with an end-of-stream scan for long texts (`State.far`)."""
+        return tuple(s for s in self.states if s.far)
+
+    @property
     def rechecked_leads(self) -> frozenset[str]:
         """Lead-run delimiters whose streaming scan rechecks the whole pattern (`*_WHOLE` constants)."""
         return frozenset(
@@ -575,6 +612,25 @@ def _runs(watches: tuple[Delimiter, ...]) -> tuple[str, ...]:
     return tuple(sorted({d.lead for d in watches if d.lead is not None}, key=lambda run: RUN_CLASSES[run][0]))
 
 
+def _texts(d: Delimiter) -> tuple[str, ...]:
+    """What a delimiter's matches are written with, for `rare_char`'s count of the template's others."""
+    return d.literals or (d.anchor.pattern,)
+
+
+def _rare(d: Delimiter, delimiters: list[Delimiter]) -> tuple[str, int] | None:
+    """The character an end-of-stream scan finds before the literal(s) or the regex's literal prefix."""
+    needles = d.literals or ((d.prefix,) if d.prefix else ())
+    return rare_char(needles, tuple(t for other in delimiters if other is not d for t in _texts(other)))
+
+
+def _with_rare(state: State, delimiters: list[Delimiter]) -> State:
+    """A `literals` end scan searches its table's alternation: it finds a character they share first."""
+    if not state.literal_table:
+        return state
+    elsewhere = tuple(t for d in delimiters if d not in state.watches for t in _texts(d))
+    return replace(state, rare=rare_char(state.table_literals, elsewhere))
+
+
 def _sort_key(name: Any) -> tuple:
     return (0, name) if isinstance(name, str) else (1, type(name).__name__, repr(name))
 
@@ -628,6 +684,10 @@ def plan_parser(spec: Spec, source_name: str = "<template>") -> ParserPlan:
                 close_captures=target.close_captures and field.close is not None and bool(field.close.groups),
             )
         )
+    rare = {d.name: replace(d, rare=_rare(d, delimiters)) for d in delimiters}
+    delimiters = [rare[d.name] for d in delimiters]
+    opens = {name: rare[d.name] for name, d in opens.items()}
+    closes = {name: rare[d.name] for name, d in closes.items()}
     dirty = {field.name: field.content in DIRTY_PARSERS for field in spec.fields}
     implicit = spec.implicit.name if spec.implicit is not None else None
     outside = tuple(opens[name] for name in sorted(opens, key=_sort_key))
@@ -658,6 +718,7 @@ def plan_parser(spec: Spec, source_name: str = "<template>") -> ParserPlan:
                     dirty[field.name],
                 )
             )
+    states = [_with_rare(state, delimiters) for state in states]
     patterns = [d.anchor.pattern for d in delimiters if d.anchor.literals is None]
     context = None if any(_LOOKS_BACK.search(p) for p in patterns) else (1 if patterns else 0)
     warnings = tuple(

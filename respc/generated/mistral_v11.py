@@ -204,6 +204,68 @@ def _end_tool_calls(buf: str, pos: int) -> tuple | None:
     return best if best is not None and best[0] < len(buf) else None
 
 
+# The same scans for a pass over a long text (`FAR_SCANS`). A literal (or a regex's literal prefix) is
+# looked for within the next NEAR characters (delimiters often come in clusters); beyond them it is
+# searched from the first occurrence of its rarest character that an occurrence ending past them could
+# have, less that character's offset in it: no occurrence starts before. `str.find` of one character is
+# `memchr`, ten to forty times faster than of a short literal. A literal list's alternation skips the
+# near look (a longer literal could start inside the window and end past it). A short text keeps the
+# scans above: one call per search is cheaper there.
+NEAR = 64
+
+
+def _far_outside(buf: str, pos: int) -> tuple | None:
+    # _end_outside for a long text: literals are found from their rarest character.
+    best = None
+    # open of 'reasoning_content'
+    match = REASONING_CONTENT_OPEN_ALT.search(buf, pos)
+    found = None if match is None else (match.start(), match.end(), True, None)
+    if found is not None:
+        best = (found[0], found[1], True, "reasoning_content", None)
+    # open of 'tool_calls'
+    # No match can start before the first '[TOOL_CALLS]' (nor matter after the best so far).
+    if best is not None:
+        at = buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + 12)
+    else:
+        # Beyond NEAR: '_' (at 5), its rarest character, found first.
+        at = buf.find(TOOL_CALLS_OPEN_PREFIX, pos, pos + NEAR)
+        if at < 0:
+            at = buf.find("_", pos + 58)
+            if at >= 0:
+                at = buf.find(TOOL_CALLS_OPEN_PREFIX, at - 5)
+    found = None if at < 0 else scan_pattern(buf, at, TOOL_CALLS_OPEN_RE, True)
+    if found is not None and (
+        best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])
+    ):
+        best = (found[0], found[1], True, "tool_calls", found[3])
+    # close of 'content'
+    if best is not None:
+        start = buf.find(CONTENT_CLOSE, pos, best[0] + 4)
+    else:
+        # Beyond NEAR: '<' (at 0), its rarest character, found first.
+        start = buf.find(CONTENT_CLOSE, pos, pos + NEAR)
+        if start < 0:
+            start = buf.find("<", pos + 61)
+            if start >= 0:
+                start = buf.find(CONTENT_CLOSE, start)
+    if start >= 0 and (best is None or start < best[0] or (start == best[0] and start + 4 > best[1])):
+        best = (start, start + 4, False, "content", None)
+    # A zero-width match at the very end commits nothing, as in the streaming scan.
+    return best if best is not None and best[0] < len(buf) else None
+
+
+def _far_reasoning_content(buf: str, pos: int) -> tuple | None:
+    # _end_reasoning_content for a long text: literals are found from their rarest character.
+    # No memo: the leftmost match is the one committed, so the next scan starts past it anyway.
+    # '/' (at 1) is the rarest character every literal has: found first.
+    at = buf.find("/", pos + 1)
+    match = None if at < 0 else _REASONING_CONTENT_RE.search(buf, at - 1)
+    if match is None:
+        return None
+    is_open, field = _REASONING_CONTENT_COMMITS[match.group()]
+    return match.start(), match.end(), is_open, field, None
+
+
 # One value function per field: its content parser, then its transform.
 
 
@@ -267,6 +329,10 @@ class ResponseParser(CompiledParser):
     START_ANCHOR_KIND = "start_anchor"
     CONTEXT = 1
     PATTERNS = (TOOL_CALLS_OPEN_RE, TOOL_CALLS_CLOSE_RE)
+    FAR_SCANS: ClassVar[dict] = {  # end-of-stream scans for a long text
+        _end_outside: _far_outside,
+        _end_reasoning_content: _far_reasoning_content,
+    }
 
     @staticmethod
     def defaults() -> dict:

@@ -28,7 +28,8 @@ class State:
     `scan(buf, pos)` is the streaming scan, returning `(commit, hold)`; `end_scan(buf, pos, memo)` the
     end-of-stream scan, returning the commit or None (a commit is `(start, end, is_open, field, match)`);
     `memo` is a dict the scans of one pass share (a class declaring `END_MEMO = False`, as modules
-    generated before it did, gets `end_scan(buf, pos)`).
+    generated before it did, gets `end_scan(buf, pos)`). A class may map end scans to twins for long
+    texts in `FAR_SCANS` (same arguments and answers; used while more than 1,024 characters remain).
     `start_char` is the one character every watched delimiter starts with, when there is one; else
     `starts` is a pattern matching each character a watched delimiter can start with, when that is known.
     A chunk holding none of them cannot complete a delimiter, so it is routed without scanning. `runs`

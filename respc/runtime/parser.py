@@ -53,6 +53,7 @@ PREFIX_REQUIRED = (
 
 _find = str.find
 _COALESCE = 512  # parts of a region (or pieces of a held run) joined into one block at a time
+_FAR_TEXT = 1024  # characters from which an end-of-stream pass takes the class's FAR_SCANS
 _SIZED = (list, dict, str)  # values the oracle drops from the message when empty (None always)
 
 
@@ -75,6 +76,9 @@ class CompiledParser:
     # Whether the end-of-stream scans take a memo, `end_scan(buf, pos, memo)` (modules generated before
     # it was added take two arguments and declare nothing).
     END_MEMO: ClassVar[bool] = False
+    # End-of-stream scans for a pass over a long text, by the scan they replace (modules generated before
+    # they were added, and templates without a literal worth it, have none).
+    FAR_SCANS: ClassVar[dict | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -482,9 +486,17 @@ class CompiledParser:
         pos = self._pos
         hold = len(buf)
         memo = {} if eos and self.END_MEMO else None  # where the end scans found each delimiter, this pass
+        # While more than _FAR_TEXT characters remain, the scans that find literals from a rare character
+        # (they make one or two `str.find` calls more per search, which cost more than they save on
+        # short texts).
+        far = self.FAR_SCANS if eos and len(buf) - pos > _FAR_TEXT else None
+        far_until = len(buf) - _FAR_TEXT
         while True:
             if eos:
-                commit = self._end_scan(buf, pos) if memo is None else self._end_scan(buf, pos, memo)
+                scan = self._end_scan
+                if far is not None and pos < far_until:
+                    scan = far.get(scan, scan)
+                commit = scan(buf, pos) if memo is None else scan(buf, pos, memo)
             else:
                 commit, hold = self._scan(buf, pos)
             if commit is None:

@@ -7,6 +7,7 @@
 * `empty`: whether a pattern can match the empty string, and whether two can at one position (a
   field whose open and close both can there hangs transformers: quirk Q5);
 * `lead`: `\\s*X`-style patterns, searched as `X` with a walk back over the run;
+* `rare`: the character of a literal to find first (`memchr`) in end-of-stream scans;
 * `backtracking`: shapes that may backtrack exponentially (a warning, not an error).
 
 Each answer errs on the safe side for its use: an unknown first character disables the fast path,
@@ -16,6 +17,7 @@ an unsure empty match refuses the template, an unsure lead split keeps the plain
 from respc.compiler.analysis.backtracking import backtracking_risk
 from respc.compiler.analysis.empty import empty_together, may_match_empty
 from respc.compiler.analysis.lead import split_lead
+from respc.compiler.analysis.rare import rare_char
 from respc.compiler.analysis.starts import first_chars, literal_prefix
 from respc.compiler.analysis.syntax import is_plain
 
@@ -26,5 +28,6 @@ __all__ = [
     "is_plain",
     "literal_prefix",
     "may_match_empty",
+    "rare_char",
     "split_lead",
 ]

@@ -22,6 +22,7 @@ from respc.compiler.analysis import (
     first_chars,
     is_plain,
     literal_prefix,
+    literal_strings,
     may_match_empty,
     rare_char,
     split_lead,
@@ -102,6 +103,23 @@ class Delimiter:
         reverse searches with atomic or possessive parts (they stop at the search start) and fuzzy
         constraints (their best match depends on it): an independent review found the last two."""
         return is_plain(self.anchor.pattern)
+
+    @property
+    def stems(self) -> tuple[str, ...]:
+        """Texts that every match of the delimiter (of the part after its lead run) starts with or is, such
+        that a proper prefix of one holds no complete match: a literal, a literal list's members (less
+        those another member is found inside: that member would be found complete in the held text
+        first, `scan_literals`), a regex's literal strings when it matches only a few (likewise), else
+        its literal prefix when the pattern is written as that literal first and looks nowhere else."""
+        if self.anchor.literals is not None:
+            return _outermost(self.literals)
+        if _LOOKS_BACK.search(self.anchor.pattern):
+            return ()
+        searched = self.rest or self.anchor.pattern
+        strings = literal_strings(searched)
+        if strings and all(strings):
+            return _outermost(strings)
+        return (self.prefix,) if self.prefix and _written_first(searched, self.prefix) else ()
 
     @property
     def prefix_const(self) -> str:
@@ -188,26 +206,11 @@ class State:
 
     @property
     def stems(self) -> tuple[str, ...]:
-        """Texts a match of a watched delimiter can start with at any position: a single literal, and the
-        literal prefix a regex (or the part after its lead run) starts with, when its pattern is written
-        as that literal first and looks nowhere else. Held text that is a proper prefix of a stem is a
-        partial match at its start, so a chunk that keeps it one cannot commit or route anything (the
-        runtime's held-prefix path). A literal list's member only when no other member is found inside
-        it: a member found complete in the held text wins over the partial of a longer one
-        (`scan_literals`), and that is not a hold."""
-        found: list[str] = []
-        for d in self.watches:
-            if d.anchor.literals is not None:
-                found += [
-                    literal
-                    for literal in d.literals
-                    if not any(other != literal and other in literal for other in d.literals)
-                ]
-            elif d.prefix and not _LOOKS_BACK.search(d.anchor.pattern):
-                searched = d.rest or d.anchor.pattern
-                if searched.startswith(regex.escape(d.prefix)):
-                    found.append(d.prefix)
-        return tuple(sorted(set(found), key=lambda stem: (-len(stem), stem)))
+        """Texts a match of a watched delimiter can start with at any position (`Delimiter.stems`). Held
+        text that is a proper prefix of a stem is a partial match at its start, so a chunk that keeps it
+        one cannot commit or route anything (the runtime's held-prefix path)."""
+        found = {stem for d in self.watches for stem in d.stems}
+        return tuple(sorted(found, key=lambda stem: (-len(stem), stem)))
 
     @property
     def partials(self) -> tuple[str, ...]:
@@ -610,6 +613,25 @@ def _starts(watches: tuple[Delimiter, ...]) -> str | None:
 def _runs(watches: tuple[Delimiter, ...]) -> tuple[str, ...]:
     """The distinct lead-run classes, in a fixed order."""
     return tuple(sorted({d.lead for d in watches if d.lead is not None}, key=lambda run: RUN_CLASSES[run][0]))
+
+
+def _outermost(literals: tuple[str, ...]) -> tuple[str, ...]:
+    """The literals no other one of them is found inside."""
+    return tuple(lit for lit in literals if not any(other != lit and other in lit for other in literals))
+
+
+def _written_first(pattern: str, literal: str) -> bool:
+    """Whether `pattern` is written as `literal` first: each character as itself or escaped (`regex.escape`
+    and `re.escape` escape differently, e.g. a space)."""
+    at = 0
+    for char in literal:
+        if pattern.startswith("\\" + char, at) and not char.isalnum():
+            at += 2
+        elif pattern.startswith(char, at) and char != "\\":
+            at += 1
+        else:
+            return False
+    return True
 
 
 def _texts(d: Delimiter) -> tuple[str, ...]:

@@ -189,62 +189,6 @@ def _end_tool_calls(buf: str, pos: int) -> tuple | None:
     return None if start < 0 else (start, start + 14, False, "tool_calls", None)
 
 
-# The same scans for a pass over a long text (`FAR_SCANS`). A literal (or a regex's literal prefix) is
-# looked for within the next NEAR characters (delimiters often come in clusters); beyond them it is
-# searched from the first occurrence of its rarest character that an occurrence ending past them could
-# have, less that character's offset in it: no occurrence starts before. `str.find` of one character is
-# `memchr`, ten to forty times faster than of a short literal. A literal list's alternation skips the
-# near look (a longer literal could start inside the window and end past it). A short text keeps the
-# scans above: one call per search is cheaper there.
-NEAR = 64
-
-
-def _far_outside(buf: str, pos: int) -> tuple | None:
-    # _end_outside for a long text: literals are found from their rarest character.
-    # No memo: the leftmost match is the one committed, so the next scan starts past it anyway.
-    # '|' (at 1) is the rarest character every literal has: found first.
-    at = buf.find("|", pos + 1)
-    match = None if at < 0 else _OUTSIDE_RE.search(buf, at - 1)
-    if match is None:
-        return None
-    is_open, field = _OUTSIDE_COMMITS[match.group()]
-    return match.start(), match.end(), is_open, field, None
-
-
-def _far_content(buf: str, pos: int) -> tuple | None:
-    # _end_content for a long text: literals are found from their rarest character.
-    # No memo: the leftmost match is the one committed, so the next scan starts past it anyway.
-    # '|' (at 1) is the rarest character every literal has: found first.
-    at = buf.find("|", pos + 1)
-    match = None if at < 0 else _CONTENT_RE.search(buf, at - 1)
-    if match is None:
-        return None
-    is_open, field = _CONTENT_COMMITS[match.group()]
-    return match.start(), match.end(), is_open, field, None
-
-
-def _far_reasoning_content(buf: str, pos: int) -> tuple | None:
-    # _end_reasoning_content for a long text: literals are found from their rarest character.
-    # Beyond NEAR: '|' (at 1), its rarest character, found first.
-    start = buf.find(REASONING_CONTENT_CLOSE, pos, pos + NEAR)
-    if start < 0:
-        start = buf.find("|", pos + 50)
-        if start >= 0:
-            start = buf.find(REASONING_CONTENT_CLOSE, start - 1)
-    return None if start < 0 else (start, start + 16, False, "reasoning_content", None)
-
-
-def _far_tool_calls(buf: str, pos: int) -> tuple | None:
-    # _end_tool_calls for a long text: literals are found from their rarest character.
-    # Beyond NEAR: '|' (at 1), its rarest character, found first.
-    start = buf.find(TOOL_CALLS_CLOSE, pos, pos + NEAR)
-    if start < 0:
-        start = buf.find("|", pos + 52)
-        if start >= 0:
-            start = buf.find(TOOL_CALLS_CLOSE, start - 1)
-    return None if start < 0 else (start, start + 14, False, "tool_calls", None)
-
-
 # One value function per field: its content parser, then its transform.
 
 
@@ -319,12 +263,6 @@ class ResponseParser(CompiledParser):
     START_ANCHOR_KIND = "start_anchor"
     CONTEXT = 0
     PATTERNS = ()
-    FAR_SCANS: ClassVar[dict] = {  # end-of-stream scans for a long text
-        _end_outside: _far_outside,
-        _end_content: _far_content,
-        _end_reasoning_content: _far_reasoning_content,
-        _end_tool_calls: _far_tool_calls,
-    }
     feed = CompiledParser.feed_without_context  # no regex delimiter looks back: no context to keep
 
     @staticmethod

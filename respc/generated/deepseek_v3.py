@@ -61,7 +61,12 @@ TOOL_CALLS_CLOSE = "\n```<｜tool▁call▁end｜>"
 CONTENT_CLOSE_RE = LazyRegex(r"(?:<｜tool▁calls▁end｜>|<｜end▁of▁sentence｜>)")
 # The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
 # rechecked with it.
-CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*(?:<｜tool▁calls▁end｜>|<｜end▁of▁sentence｜>)")
+# Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
+CONTENT_CLOSE_WHOLE = LazyRegex(
+    r"\s*(?:<｜tool▁calls▁end｜>|<｜end▁of▁sentence｜>)",
+    stems=("<｜tool▁calls▁end｜>", "<｜end▁of▁sentence｜>"),
+    lead=RUN_WHITESPACE,
+)
 CONTENT_CLOSE_PREFIX = "<｜"  # every match of the rest starts with this
 START_ANCHOR_LITERALS = ("<｜tool▁outputs▁end｜>", "<｜Assistant｜>")
 START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
@@ -168,42 +173,14 @@ def _end_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
 NEAR = 64
 
 
-def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
-    # _end_outside for a long text: literals are found from their rarest character.
-    best = None
-    # open of 'tool_calls'
-    found = memo.get("TOOL_CALLS_OPEN_RE")
-    if found is None or (found and found[0] < pos):
-        found = scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, True)
-        found = memo["TOOL_CALLS_OPEN_RE"] = found or ()
-    if found:
-        best = (found[0], found[1], True, "tool_calls", found[3])
-    # close of 'content'
-    found = memo.get("CONTENT_CLOSE_RE")
-    if found is None or (found and found[0] < pos):
-        # No match can start before the first '<｜'.
-        # Beyond NEAR: '｜' (at 1), its rarest character, found first.
-        at = buf.find(CONTENT_CLOSE_PREFIX, pos, pos + NEAR)
-        if at < 0:
-            at = buf.find("｜", pos + 64)
-            if at >= 0:
-                at = buf.find(CONTENT_CLOSE_PREFIX, at - 1)
-        found = None if at < 0 else scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, True, at)
-        found = memo["CONTENT_CLOSE_RE"] = found or ()
-    if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
-        best = (found[0], found[1], False, "content", found[3])
-    # A zero-width match at the very end commits nothing, as in the streaming scan.
-    return best if best is not None and best[0] < len(buf) else None
-
-
 def _far_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
     # _end_tool_calls for a long text: literals are found from their rarest character.
-    # Beyond NEAR: '｜' (at 5), its rarest character, found first.
+    # Beyond NEAR: '`' (at 1), its rarest character, found first.
     start = buf.find(TOOL_CALLS_CLOSE, pos, pos + NEAR)
     if start < 0:
-        start = buf.find("｜", pos + 49)
+        start = buf.find("`", pos + 45)
         if start >= 0:
-            start = buf.find(TOOL_CALLS_CLOSE, start - 5)
+            start = buf.find(TOOL_CALLS_CLOSE, start - 1)
     return None if start < 0 else (start, start + 21, False, "tool_calls", None)
 
 
@@ -242,6 +219,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_outside,
             start_char="<",
             runs=(RUN_WHITESPACE,),
+            stems=("<｜end▁of▁sentence｜>", "<｜tool▁calls▁end｜>"),
             partials=(
                 TOOL_CALLS_OPEN_WHOLE,
                 CONTENT_CLOSE_WHOLE,
@@ -267,7 +245,6 @@ class ResponseParser(CompiledParser):
     PATTERNS = (TOOL_CALLS_OPEN_RE, TOOL_CALLS_OPEN_WHOLE, CONTENT_CLOSE_RE, CONTENT_CLOSE_WHOLE)
     END_MEMO = True  # the end-of-stream scans take `memo`
     FAR_SCANS: ClassVar[dict] = {  # end-of-stream scans for a long text
-        _end_outside: _far_outside,
         _end_tool_calls: _far_tool_calls,
     }
 

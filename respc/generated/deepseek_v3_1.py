@@ -64,7 +64,12 @@ TOOL_CALLS_CLOSE = "<｜tool▁call▁end｜>"
 CONTENT_CLOSE_RE = LazyRegex(r"(?:<｜tool▁calls▁end｜>|<｜end▁of▁sentence｜>)")
 # The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
 # rechecked with it.
-CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*(?:<｜tool▁calls▁end｜>|<｜end▁of▁sentence｜>)")
+# Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
+CONTENT_CLOSE_WHOLE = LazyRegex(
+    r"\s*(?:<｜tool▁calls▁end｜>|<｜end▁of▁sentence｜>)",
+    stems=("<｜tool▁calls▁end｜>", "<｜end▁of▁sentence｜>"),
+    lead=RUN_WHITESPACE,
+)
 CONTENT_CLOSE_PREFIX = "<｜"  # every match of the rest starts with this
 START_ANCHOR_LITERALS = ("<｜Assistant｜></think>", "<｜tool▁output▁end｜>", "<｜Assistant｜>")
 START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
@@ -209,12 +214,7 @@ def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     # _end_outside for a long text: literals are found from their rarest character.
     best = None
     # open of 'reasoning_content'
-    # Beyond NEAR: '<' (at 0), its rarest character, found first.
-    start = buf.find(REASONING_CONTENT_OPEN, pos, pos + NEAR)
-    if start < 0:
-        start = buf.find("<", pos + 58)
-        if start >= 0:
-            start = buf.find(REASONING_CONTENT_OPEN, start)
+    start = buf.find(REASONING_CONTENT_OPEN, pos)
     if start >= 0:
         best = (start, start + 7, True, "reasoning_content", None)
     # open of 'tool_calls'
@@ -244,12 +244,12 @@ def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
 
 def _far_reasoning_content(buf: str, pos: int, memo: dict) -> tuple | None:
     # _end_reasoning_content for a long text: literals are found from their rarest character.
-    # Beyond NEAR: '<' (at 0), its rarest character, found first.
+    # Beyond NEAR: '/' (at 1), its rarest character, found first.
     start = buf.find(REASONING_CONTENT_CLOSE, pos, pos + NEAR)
     if start < 0:
-        start = buf.find("<", pos + 57)
+        start = buf.find("/", pos + 58)
         if start >= 0:
-            start = buf.find(REASONING_CONTENT_CLOSE, start)
+            start = buf.find(REASONING_CONTENT_CLOSE, start - 1)
     return None if start < 0 else (start, start + 8, False, "reasoning_content", None)
 
 
@@ -304,7 +304,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_outside,
             start_char="<",
             runs=(RUN_WHITESPACE,),
-            stems=("<think>",),
+            stems=("<｜end▁of▁sentence｜>", "<｜tool▁calls▁end｜>", "<think>"),
             partials=(
                 TOOL_CALLS_OPEN_WHOLE,
                 CONTENT_CLOSE_WHOLE,

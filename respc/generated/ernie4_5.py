@@ -208,12 +208,7 @@ def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     # _end_outside for a long text: literals are found from their rarest character.
     best = None
     # open of 'content'
-    # Beyond NEAR: '<' (at 0), its rarest character, found first.
-    start = buf.find(CONTENT_OPEN, pos, pos + NEAR)
-    if start < 0:
-        start = buf.find("<", pos + 54)
-        if start >= 0:
-            start = buf.find(CONTENT_OPEN, start)
+    start = buf.find(CONTENT_OPEN, pos)
     if start >= 0:
         best = (start, start + 11, True, "content", None)
     # open of 'reasoning_content'
@@ -241,12 +236,12 @@ def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
 
 def _far_reasoning_content(buf: str, pos: int, memo: dict) -> tuple | None:
     # _end_reasoning_content for a long text: literals are found from their rarest character.
-    # Beyond NEAR: '<' (at 0), its rarest character, found first.
+    # Beyond NEAR: '/' (at 1), its rarest character, found first.
     start = buf.find(REASONING_CONTENT_CLOSE, pos, pos + NEAR)
     if start < 0:
-        start = buf.find("<", pos + 57)
+        start = buf.find("/", pos + 58)
         if start >= 0:
-            start = buf.find(REASONING_CONTENT_CLOSE, start)
+            start = buf.find(REASONING_CONTENT_CLOSE, start - 1)
     return None if start < 0 else (start, start + 8, False, "reasoning_content", None)
 
 

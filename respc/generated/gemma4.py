@@ -48,7 +48,7 @@ TRANSFORMERS_TARGET = "5.24"
 # on first use: importing `regex` costs more than the rest of this module).
 REASONING_CONTENT_OPEN = "<|channel>thought\n"
 REASONING_CONTENT_CLOSE = "<channel|>"
-TOOL_CALLS_OPEN_RE = LazyRegex(r"<\|tool_call>call:(?P<name>\w+)")
+TOOL_CALLS_OPEN_RE = LazyRegex(r"<\|tool_call>call:(?P<name>\w+)", stems=("<|tool_call>call:",))
 TOOL_CALLS_OPEN_PREFIX = "<|tool_call>call:"  # every match starts with this
 TOOL_CALLS_CLOSE = "<tool_call|>"
 CONTENT_CLOSE = ("<|tool_response>", "<turn|>", "<eos>")
@@ -198,12 +198,7 @@ def _far_outside(buf: str, pos: int) -> tuple | None:
     # _end_outside for a long text: literals are found from their rarest character.
     best = None
     # open of 'reasoning_content'
-    # Beyond NEAR: '|' (at 1), its rarest character, found first.
-    start = buf.find(REASONING_CONTENT_OPEN, pos, pos + NEAR)
-    if start < 0:
-        start = buf.find("|", pos + 48)
-        if start >= 0:
-            start = buf.find(REASONING_CONTENT_OPEN, start - 1)
+    start = buf.find(REASONING_CONTENT_OPEN, pos)
     if start >= 0:
         best = (start, start + 18, True, "reasoning_content", None)
     # open of 'tool_calls'
@@ -223,12 +218,7 @@ def _far_outside(buf: str, pos: int) -> tuple | None:
     ):
         best = (found[0], found[1], True, "tool_calls", found[3])
     # close of 'content'
-    if best is not None:
-        match = CONTENT_CLOSE_ALT.search(buf, pos, best[0] + 16)
-    else:
-        # '<' (at 0) is the rarest character every literal has: found first.
-        at = buf.find("<", pos)
-        match = None if at < 0 else CONTENT_CLOSE_ALT.search(buf, at)
+    match = CONTENT_CLOSE_ALT.search(buf, pos, len(buf) if best is None else best[0] + 16)
     found = None if match is None else (match.start(), match.end(), True, None)
     if found is not None and (
         best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])
@@ -236,17 +226,6 @@ def _far_outside(buf: str, pos: int) -> tuple | None:
         best = (found[0], found[1], False, "content", None)
     # A zero-width match at the very end commits nothing, as in the streaming scan.
     return best if best is not None and best[0] < len(buf) else None
-
-
-def _far_reasoning_content(buf: str, pos: int) -> tuple | None:
-    # _end_reasoning_content for a long text: literals are found from their rarest character.
-    # Beyond NEAR: '|' (at 8), its rarest character, found first.
-    start = buf.find(REASONING_CONTENT_CLOSE, pos, pos + NEAR)
-    if start < 0:
-        start = buf.find("|", pos + 63)
-        if start >= 0:
-            start = buf.find(REASONING_CONTENT_CLOSE, start - 8)
-    return None if start < 0 else (start, start + 10, False, "reasoning_content", None)
 
 
 def _far_tool_calls(buf: str, pos: int) -> tuple | None:
@@ -329,7 +308,6 @@ class ResponseParser(CompiledParser):
     PATTERNS = (TOOL_CALLS_OPEN_RE,)
     FAR_SCANS: ClassVar[dict] = {  # end-of-stream scans for a long text
         _end_outside: _far_outside,
-        _end_reasoning_content: _far_reasoning_content,
         _end_tool_calls: _far_tool_calls,
     }
 

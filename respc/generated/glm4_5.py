@@ -57,7 +57,8 @@ TRANSFORMERS_TARGET = "5.24"
 REASONING_CONTENT_OPEN_RE = LazyRegex(r"<think>")
 # The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
 # rechecked with it.
-REASONING_CONTENT_OPEN_WHOLE = LazyRegex(r"\s*<think>")
+# Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
+REASONING_CONTENT_OPEN_WHOLE = LazyRegex(r"\s*<think>", stems=("<think>",), lead=RUN_WHITESPACE)
 REASONING_CONTENT_OPEN_PREFIX = "<think>"  # every match of the rest starts with this
 REASONING_CONTENT_CLOSE = "</think>"
 # /\s*<tool_call>\s*(?P<name>[^\s<]+)/ is searched as what follows its leading run of \s; the scan
@@ -65,7 +66,10 @@ REASONING_CONTENT_CLOSE = "</think>"
 TOOL_CALLS_OPEN_RE = LazyRegex(r"<tool_call>\s*(?P<name>[^\s<]+)")
 # The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
 # rechecked with it.
-TOOL_CALLS_OPEN_WHOLE = LazyRegex(r"\s*<tool_call>\s*(?P<name>[^\s<]+)")
+# Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
+TOOL_CALLS_OPEN_WHOLE = LazyRegex(
+    r"\s*<tool_call>\s*(?P<name>[^\s<]+)", stems=("<tool_call>",), lead=RUN_WHITESPACE
+)
 TOOL_CALLS_OPEN_PREFIX = "<tool_call>"  # every match of the rest starts with this
 TOOL_CALLS_CLOSE = "</tool_call>"
 # /\s*(?:<\|user\|>|<\|observation\|>|<\|endoftext\|>)/ is searched as what follows its leading run of \s; the scan
@@ -73,7 +77,12 @@ TOOL_CALLS_CLOSE = "</tool_call>"
 CONTENT_CLOSE_RE = LazyRegex(r"(?:<\|user\|>|<\|observation\|>|<\|endoftext\|>)")
 # The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
 # rechecked with it.
-CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*(?:<\|user\|>|<\|observation\|>|<\|endoftext\|>)")
+# Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
+CONTENT_CLOSE_WHOLE = LazyRegex(
+    r"\s*(?:<\|user\|>|<\|observation\|>|<\|endoftext\|>)",
+    stems=("<|user|>", "<|observation|>", "<|endoftext|>"),
+    lead=RUN_WHITESPACE,
+)
 CONTENT_CLOSE_PREFIX = "<|"  # every match of the rest starts with this
 START_ANCHOR_LITERALS = ("<|assistant|>",)
 START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
@@ -231,12 +240,7 @@ def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     found = memo.get("REASONING_CONTENT_OPEN_RE")
     if found is None or (found and found[0] < pos):
         # No match can start before the first '<think>'.
-        # Beyond NEAR: '<' (at 0), its rarest character, found first.
-        at = buf.find(REASONING_CONTENT_OPEN_PREFIX, pos, pos + NEAR)
-        if at < 0:
-            at = buf.find("<", pos + 58)
-            if at >= 0:
-                at = buf.find(REASONING_CONTENT_OPEN_PREFIX, at)
+        at = buf.find(REASONING_CONTENT_OPEN_PREFIX, pos)
         found = None if at < 0 else scan_lead(buf, pos, REASONING_CONTENT_OPEN_RE, RUN_WHITESPACE, True, at)
         found = memo["REASONING_CONTENT_OPEN_RE"] = found or ()
     if found:
@@ -275,12 +279,12 @@ def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
 
 def _far_reasoning_content(buf: str, pos: int, memo: dict) -> tuple | None:
     # _end_reasoning_content for a long text: literals are found from their rarest character.
-    # Beyond NEAR: '<' (at 0), its rarest character, found first.
+    # Beyond NEAR: '/' (at 1), its rarest character, found first.
     start = buf.find(REASONING_CONTENT_CLOSE, pos, pos + NEAR)
     if start < 0:
-        start = buf.find("<", pos + 57)
+        start = buf.find("/", pos + 58)
         if start >= 0:
-            start = buf.find(REASONING_CONTENT_CLOSE, start)
+            start = buf.find(REASONING_CONTENT_CLOSE, start - 1)
     return None if start < 0 else (start, start + 8, False, "reasoning_content", None)
 
 
@@ -335,7 +339,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_outside,
             start_char="<",
             runs=(RUN_WHITESPACE,),
-            stems=("<tool_call>", "<think>"),
+            stems=("<|observation|>", "<|endoftext|>", "<tool_call>", "<|user|>", "<think>"),
             partials=(
                 REASONING_CONTENT_OPEN_WHOLE,
                 TOOL_CALLS_OPEN_WHOLE,

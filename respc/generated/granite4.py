@@ -47,7 +47,8 @@ TRANSFORMERS_TARGET = "5.24"
 TOOL_CALLS_OPEN_RE = LazyRegex(r"<tool_call>")
 # The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
 # rechecked with it.
-TOOL_CALLS_OPEN_WHOLE = LazyRegex(r"\s*<tool_call>")
+# Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
+TOOL_CALLS_OPEN_WHOLE = LazyRegex(r"\s*<tool_call>", stems=("<tool_call>",), lead=RUN_WHITESPACE)
 TOOL_CALLS_OPEN_PREFIX = "<tool_call>"  # every match of the rest starts with this
 TOOL_CALLS_CLOSE = "</tool_call>"
 # /\s*<\|end_of_text\|>/ is searched as what follows its leading run of \s; the scan
@@ -55,7 +56,8 @@ TOOL_CALLS_CLOSE = "</tool_call>"
 CONTENT_CLOSE_RE = LazyRegex(r"<\|end_of_text\|>")
 # The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
 # rechecked with it.
-CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*<\|end_of_text\|>")
+# Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
+CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*<\|end_of_text\|>", stems=("<|end_of_text|>",), lead=RUN_WHITESPACE)
 CONTENT_CLOSE_PREFIX = "<|end_of_text|>"  # every match of the rest starts with this
 START_ANCHOR_LITERALS = ("<|start_of_role|>assistant<|end_of_role|>",)
 START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
@@ -169,12 +171,7 @@ def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     found = memo.get("TOOL_CALLS_OPEN_RE")
     if found is None or (found and found[0] < pos):
         # No match can start before the first '<tool_call>'.
-        # Beyond NEAR: '<' (at 0), its rarest character, found first.
-        at = buf.find(TOOL_CALLS_OPEN_PREFIX, pos, pos + NEAR)
-        if at < 0:
-            at = buf.find("<", pos + 54)
-            if at >= 0:
-                at = buf.find(TOOL_CALLS_OPEN_PREFIX, at)
+        at = buf.find(TOOL_CALLS_OPEN_PREFIX, pos)
         found = None if at < 0 else scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, True, at)
         found = memo["TOOL_CALLS_OPEN_RE"] = found or ()
     if found:
@@ -199,12 +196,12 @@ def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
 
 def _far_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
     # _end_tool_calls for a long text: literals are found from their rarest character.
-    # Beyond NEAR: '<' (at 0), its rarest character, found first.
+    # Beyond NEAR: '/' (at 1), its rarest character, found first.
     start = buf.find(TOOL_CALLS_CLOSE, pos, pos + NEAR)
     if start < 0:
-        start = buf.find("<", pos + 53)
+        start = buf.find("/", pos + 54)
         if start >= 0:
-            start = buf.find(TOOL_CALLS_CLOSE, start)
+            start = buf.find(TOOL_CALLS_CLOSE, start - 1)
     return None if start < 0 else (start, start + 12, False, "tool_calls", None)
 
 

@@ -52,7 +52,8 @@ REASONING_CONTENT_CLOSE = "</think>"
 TOOL_CALLS_OPEN_RE = LazyRegex(r"<tool_calls>")
 # The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
 # rechecked with it.
-TOOL_CALLS_OPEN_WHOLE = LazyRegex(r"\s*<tool_calls>")
+# Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
+TOOL_CALLS_OPEN_WHOLE = LazyRegex(r"\s*<tool_calls>", stems=("<tool_calls>",), lead=RUN_WHITESPACE)
 TOOL_CALLS_OPEN_PREFIX = "<tool_calls>"  # every match of the rest starts with this
 TOOL_CALLS_CLOSE = "</tool_calls>"
 # /\s*(?:<answer>|</answer>|<\|eos\|>|助手：)/ is searched as what follows its leading run of \s; the scan
@@ -60,7 +61,12 @@ TOOL_CALLS_CLOSE = "</tool_calls>"
 CONTENT_CLOSE_RE = LazyRegex(r"(?:<answer>|</answer>|<\|eos\|>|助手：)")
 # The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
 # rechecked with it.
-CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*(?:<answer>|</answer>|<\|eos\|>|助手：)")
+# Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
+CONTENT_CLOSE_WHOLE = LazyRegex(
+    r"\s*(?:<answer>|</answer>|<\|eos\|>|助手：)",
+    stems=("<answer>", "</answer>", "<|eos|>", "助手："),
+    lead=RUN_WHITESPACE,
+)
 START_ANCHOR_LITERALS = ("<|extra_0|>",)
 START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
 _OUTSIDE_STARTS = re.compile(r"[<助]")
@@ -203,12 +209,7 @@ def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     # _end_outside for a long text: literals are found from their rarest character.
     best = None
     # open of 'reasoning_content'
-    # Beyond NEAR: '<' (at 0), its rarest character, found first.
-    start = buf.find(REASONING_CONTENT_OPEN, pos, pos + NEAR)
-    if start < 0:
-        start = buf.find("<", pos + 58)
-        if start >= 0:
-            start = buf.find(REASONING_CONTENT_OPEN, start)
+    start = buf.find(REASONING_CONTENT_OPEN, pos)
     if start >= 0:
         best = (start, start + 7, True, "reasoning_content", None)
     # open of 'tool_calls'
@@ -238,12 +239,12 @@ def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
 
 def _far_reasoning_content(buf: str, pos: int, memo: dict) -> tuple | None:
     # _end_reasoning_content for a long text: literals are found from their rarest character.
-    # Beyond NEAR: '<' (at 0), its rarest character, found first.
+    # Beyond NEAR: '/' (at 1), its rarest character, found first.
     start = buf.find(REASONING_CONTENT_CLOSE, pos, pos + NEAR)
     if start < 0:
-        start = buf.find("<", pos + 57)
+        start = buf.find("/", pos + 58)
         if start >= 0:
-            start = buf.find(REASONING_CONTENT_CLOSE, start)
+            start = buf.find(REASONING_CONTENT_CLOSE, start - 1)
     return None if start < 0 else (start, start + 8, False, "reasoning_content", None)
 
 
@@ -298,7 +299,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_outside,
             starts=_OUTSIDE_STARTS,
             runs=(RUN_WHITESPACE,),
-            stems=("<tool_calls>", "<think>"),
+            stems=("<tool_calls>", "</answer>", "<answer>", "<think>", "<|eos|>", "助手："),
             partials=(
                 TOOL_CALLS_OPEN_WHOLE,
                 CONTENT_CLOSE_WHOLE,

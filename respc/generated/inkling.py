@@ -215,49 +215,6 @@ def _end_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
     return None if start < 0 else (start, start + 15, False, "tool_calls", None)
 
 
-# The same scans for a pass over a long text (`FAR_SCANS`). A literal (or a regex's literal prefix) is
-# looked for within the next NEAR characters (delimiters often come in clusters); beyond them it is
-# searched from the first occurrence of its rarest character that an occurrence ending past them could
-# have, less that character's offset in it: no occurrence starts before. `str.find` of one character is
-# `memchr`, ten to forty times faster than of a short literal. A literal list's alternation skips the
-# near look (a longer literal could start inside the window and end past it). A short text keeps the
-# scans above: one call per search is cheaper there.
-NEAR = 64
-
-
-def _far_reasoning_content(buf: str, pos: int, memo: dict) -> tuple | None:
-    # _end_reasoning_content for a long text: literals are found from their rarest character.
-    # Beyond NEAR: '|' (at 1), its rarest character, found first.
-    start = buf.find(REASONING_CONTENT_CLOSE, pos, pos + NEAR)
-    if start < 0:
-        start = buf.find("|", pos + 51)
-        if start >= 0:
-            start = buf.find(REASONING_CONTENT_CLOSE, start - 1)
-    return None if start < 0 else (start, start + 15, False, "reasoning_content", None)
-
-
-def _far_content(buf: str, pos: int, memo: dict) -> tuple | None:
-    # _end_content for a long text: literals are found from their rarest character.
-    # Beyond NEAR: '|' (at 1), its rarest character, found first.
-    start = buf.find(CONTENT_CLOSE, pos, pos + NEAR)
-    if start < 0:
-        start = buf.find("|", pos + 51)
-        if start >= 0:
-            start = buf.find(CONTENT_CLOSE, start - 1)
-    return None if start < 0 else (start, start + 15, False, "content", None)
-
-
-def _far_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
-    # _end_tool_calls for a long text: literals are found from their rarest character.
-    # Beyond NEAR: '|' (at 1), its rarest character, found first.
-    start = buf.find(TOOL_CALLS_CLOSE, pos, pos + NEAR)
-    if start < 0:
-        start = buf.find("|", pos + 51)
-        if start >= 0:
-            start = buf.find(TOOL_CALLS_CLOSE, start - 1)
-    return None if start < 0 else (start, start + 15, False, "tool_calls", None)
-
-
 # One value function per field: its content parser, then its transform.
 
 
@@ -329,11 +286,6 @@ class ResponseParser(CompiledParser):
     CONTEXT = 1
     PATTERNS = (REASONING_CONTENT_OPEN_RE, CONTENT_OPEN_RE, TOOL_CALLS_OPEN_RE)
     END_MEMO = True  # the end-of-stream scans take `memo`
-    FAR_SCANS: ClassVar[dict] = {  # end-of-stream scans for a long text
-        _end_reasoning_content: _far_reasoning_content,
-        _end_content: _far_content,
-        _end_tool_calls: _far_tool_calls,
-    }
 
     @staticmethod
     def defaults() -> dict:

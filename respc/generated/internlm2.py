@@ -51,7 +51,10 @@ TRANSFORMERS_TARGET = "5.24"
 TOOL_CALLS_OPEN_RE = LazyRegex(r"<\|action_start\|><\|plugin\|>")
 # The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
 # rechecked with it.
-TOOL_CALLS_OPEN_WHOLE = LazyRegex(r"\s*<\|action_start\|><\|plugin\|>")
+# Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
+TOOL_CALLS_OPEN_WHOLE = LazyRegex(
+    r"\s*<\|action_start\|><\|plugin\|>", stems=("<|action_start|><|plugin|>",), lead=RUN_WHITESPACE
+)
 TOOL_CALLS_OPEN_PREFIX = "<|action_start|><|plugin|>"  # every match of the rest starts with this
 TOOL_CALLS_CLOSE = "<|action_end|>"
 # /\s*<\|im_end\|>/ is searched as what follows its leading run of \s; the scan
@@ -59,7 +62,8 @@ TOOL_CALLS_CLOSE = "<|action_end|>"
 CONTENT_CLOSE_RE = LazyRegex(r"<\|im_end\|>")
 # The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
 # rechecked with it.
-CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*<\|im_end\|>")
+# Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
+CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*<\|im_end\|>", stems=("<|im_end|>",), lead=RUN_WHITESPACE)
 CONTENT_CLOSE_PREFIX = "<|im_end|>"  # every match of the rest starts with this
 START_ANCHOR_LITERALS = ("<|im_start|>assistant\n",)
 START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
@@ -156,62 +160,6 @@ def _end_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
     return None if start < 0 else (start, start + 14, False, "tool_calls", None)
 
 
-# The same scans for a pass over a long text (`FAR_SCANS`). A literal (or a regex's literal prefix) is
-# looked for within the next NEAR characters (delimiters often come in clusters); beyond them it is
-# searched from the first occurrence of its rarest character that an occurrence ending past them could
-# have, less that character's offset in it: no occurrence starts before. `str.find` of one character is
-# `memchr`, ten to forty times faster than of a short literal. A literal list's alternation skips the
-# near look (a longer literal could start inside the window and end past it). A short text keeps the
-# scans above: one call per search is cheaper there.
-NEAR = 64
-
-
-def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
-    # _end_outside for a long text: literals are found from their rarest character.
-    best = None
-    # open of 'tool_calls'
-    found = memo.get("TOOL_CALLS_OPEN_RE")
-    if found is None or (found and found[0] < pos):
-        # No match can start before the first '<|action_start|><|plugin|>'.
-        # Beyond NEAR: '|' (at 1), its rarest character, found first.
-        at = buf.find(TOOL_CALLS_OPEN_PREFIX, pos, pos + NEAR)
-        if at < 0:
-            at = buf.find("|", pos + 40)
-            if at >= 0:
-                at = buf.find(TOOL_CALLS_OPEN_PREFIX, at - 1)
-        found = None if at < 0 else scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, True, at)
-        found = memo["TOOL_CALLS_OPEN_RE"] = found or ()
-    if found:
-        best = (found[0], found[1], True, "tool_calls", found[3])
-    # close of 'content'
-    found = memo.get("CONTENT_CLOSE_RE")
-    if found is None or (found and found[0] < pos):
-        # No match can start before the first '<|im_end|>'.
-        # Beyond NEAR: '|' (at 1), its rarest character, found first.
-        at = buf.find(CONTENT_CLOSE_PREFIX, pos, pos + NEAR)
-        if at < 0:
-            at = buf.find("|", pos + 56)
-            if at >= 0:
-                at = buf.find(CONTENT_CLOSE_PREFIX, at - 1)
-        found = None if at < 0 else scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, True, at)
-        found = memo["CONTENT_CLOSE_RE"] = found or ()
-    if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
-        best = (found[0], found[1], False, "content", found[3])
-    # A zero-width match at the very end commits nothing, as in the streaming scan.
-    return best if best is not None and best[0] < len(buf) else None
-
-
-def _far_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
-    # _end_tool_calls for a long text: literals are found from their rarest character.
-    # Beyond NEAR: '|' (at 1), its rarest character, found first.
-    start = buf.find(TOOL_CALLS_CLOSE, pos, pos + NEAR)
-    if start < 0:
-        start = buf.find("|", pos + 52)
-        if start >= 0:
-            start = buf.find(TOOL_CALLS_CLOSE, start - 1)
-    return None if start < 0 else (start, start + 14, False, "tool_calls", None)
-
-
 # One value function per field: its content parser, then its transform.
 
 
@@ -270,10 +218,6 @@ class ResponseParser(CompiledParser):
     CONTEXT = 1
     PATTERNS = (TOOL_CALLS_OPEN_RE, TOOL_CALLS_OPEN_WHOLE, CONTENT_CLOSE_RE, CONTENT_CLOSE_WHOLE)
     END_MEMO = True  # the end-of-stream scans take `memo`
-    FAR_SCANS: ClassVar[dict] = {  # end-of-stream scans for a long text
-        _end_outside: _far_outside,
-        _end_tool_calls: _far_tool_calls,
-    }
 
     @staticmethod
     def defaults() -> dict:

@@ -48,7 +48,8 @@ TRANSFORMERS_TARGET = "5.24"
 TOOL_CALLS_OPEN_RE = LazyRegex(r"<tool_calls>")
 # The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
 # rechecked with it.
-TOOL_CALLS_OPEN_WHOLE = LazyRegex(r"\s*<tool_calls>")
+# Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
+TOOL_CALLS_OPEN_WHOLE = LazyRegex(r"\s*<tool_calls>", stems=("<tool_calls>",), lead=RUN_WHITESPACE)
 TOOL_CALLS_OPEN_PREFIX = "<tool_calls>"  # every match of the rest starts with this
 TOOL_CALLS_CLOSE = "</tool_calls>"
 # /\s*<\|eom\|>/ is searched as what follows its leading run of \s; the scan
@@ -56,7 +57,8 @@ TOOL_CALLS_CLOSE = "</tool_calls>"
 CONTENT_CLOSE_RE = LazyRegex(r"<\|eom\|>")
 # The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
 # rechecked with it.
-CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*<\|eom\|>")
+# Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
+CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*<\|eom\|>", stems=("<|eom|>",), lead=RUN_WHITESPACE)
 CONTENT_CLOSE_PREFIX = "<|eom|>"  # every match of the rest starts with this
 START_ANCHOR_LITERALS = ("<|bom|><|assistant|>",)
 START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))

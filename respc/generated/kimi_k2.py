@@ -76,7 +76,12 @@ TOOL_CALLS_CLOSE = "<|tool_call_end|>"
 CONTENT_CLOSE_RE = LazyRegex(r"(?:<\|tool_calls_section_end\|>|<\|im_end\|>)")
 # The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
 # rechecked with it.
-CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*(?:<\|tool_calls_section_end\|>|<\|im_end\|>)")
+# Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
+CONTENT_CLOSE_WHOLE = LazyRegex(
+    r"\s*(?:<\|tool_calls_section_end\|>|<\|im_end\|>)",
+    stems=("<|tool_calls_section_end|>", "<|im_end|>"),
+    lead=RUN_WHITESPACE,
+)
 CONTENT_CLOSE_PREFIX = "<|"  # every match of the rest starts with this
 START_ANCHOR_LITERALS = ("<|im_assistant|>assistant<|im_middle|>",)
 START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
@@ -214,64 +219,6 @@ def _end_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
     return None if start < 0 else (start, start + 17, False, "tool_calls", None)
 
 
-# The same scans for a pass over a long text (`FAR_SCANS`). A literal (or a regex's literal prefix) is
-# looked for within the next NEAR characters (delimiters often come in clusters); beyond them it is
-# searched from the first occurrence of its rarest character that an occurrence ending past them could
-# have, less that character's offset in it: no occurrence starts before. `str.find` of one character is
-# `memchr`, ten to forty times faster than of a short literal. A literal list's alternation skips the
-# near look (a longer literal could start inside the window and end past it). A short text keeps the
-# scans above: one call per search is cheaper there.
-NEAR = 64
-
-
-def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
-    # _end_outside for a long text: literals are found from their rarest character.
-    best = None
-    # open of 'reasoning_content'
-    # Beyond NEAR: '<' (at 0), its rarest character, found first.
-    start = buf.find(REASONING_CONTENT_OPEN, pos, pos + NEAR)
-    if start < 0:
-        start = buf.find("<", pos + 58)
-        if start >= 0:
-            start = buf.find(REASONING_CONTENT_OPEN, start)
-    if start >= 0:
-        best = (start, start + 7, True, "reasoning_content", None)
-    # open of 'tool_calls'
-    found = memo.get("TOOL_CALLS_OPEN_RE")
-    if found is None or (found and found[0] < pos):
-        found = scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, True)
-        found = memo["TOOL_CALLS_OPEN_RE"] = found or ()
-    if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
-        best = (found[0], found[1], True, "tool_calls", found[3])
-    # close of 'content'
-    found = memo.get("CONTENT_CLOSE_RE")
-    if found is None or (found and found[0] < pos):
-        # No match can start before the first '<|'.
-        # Beyond NEAR: '|' (at 1), its rarest character, found first.
-        at = buf.find(CONTENT_CLOSE_PREFIX, pos, pos + NEAR)
-        if at < 0:
-            at = buf.find("|", pos + 64)
-            if at >= 0:
-                at = buf.find(CONTENT_CLOSE_PREFIX, at - 1)
-        found = None if at < 0 else scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, True, at)
-        found = memo["CONTENT_CLOSE_RE"] = found or ()
-    if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
-        best = (found[0], found[1], False, "content", found[3])
-    # A zero-width match at the very end commits nothing, as in the streaming scan.
-    return best if best is not None and best[0] < len(buf) else None
-
-
-def _far_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
-    # _end_tool_calls for a long text: literals are found from their rarest character.
-    # Beyond NEAR: '|' (at 1), its rarest character, found first.
-    start = buf.find(TOOL_CALLS_CLOSE, pos, pos + NEAR)
-    if start < 0:
-        start = buf.find("|", pos + 49)
-        if start >= 0:
-            start = buf.find(TOOL_CALLS_CLOSE, start - 1)
-    return None if start < 0 else (start, start + 17, False, "tool_calls", None)
-
-
 # One value function per field: its content parser, then its transform.
 
 
@@ -313,7 +260,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_outside,
             start_char="<",
             runs=(RUN_WHITESPACE,),
-            stems=("<think>",),
+            stems=("<|tool_calls_section_end|>", "<|im_end|>", "<think>"),
             partials=(
                 TOOL_CALLS_OPEN_WHOLE,
                 CONTENT_CLOSE_WHOLE,
@@ -350,10 +297,6 @@ class ResponseParser(CompiledParser):
         CONTENT_CLOSE_WHOLE,
     )
     END_MEMO = True  # the end-of-stream scans take `memo`
-    FAR_SCANS: ClassVar[dict] = {  # end-of-stream scans for a long text
-        _end_outside: _far_outside,
-        _end_tool_calls: _far_tool_calls,
-    }
 
     @staticmethod
     def defaults() -> dict:

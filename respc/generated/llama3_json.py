@@ -60,7 +60,10 @@ TOOL_CALLS_CLOSE_RE = LazyRegex(
 CONTENT_CLOSE_RE = LazyRegex(r"(?:<\|eot_id\|>|<\|eom_id\|>)")
 # The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
 # rechecked with it.
-CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*(?:<\|eot_id\|>|<\|eom_id\|>)")
+# Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
+CONTENT_CLOSE_WHOLE = LazyRegex(
+    r"\s*(?:<\|eot_id\|>|<\|eom_id\|>)", stems=("<|eot_id|>", "<|eom_id|>"), lead=RUN_WHITESPACE
+)
 CONTENT_CLOSE_PREFIX = "<|eo"  # every match of the rest starts with this
 START_ANCHOR_LITERALS = ("<|start_header_id|>assistant<|end_header_id|>\n\n",)
 START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
@@ -167,44 +170,6 @@ def _end_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
     return best if best is not None and best[0] < len(buf) else None
 
 
-# The same scans for a pass over a long text (`FAR_SCANS`). A literal (or a regex's literal prefix) is
-# looked for within the next NEAR characters (delimiters often come in clusters); beyond them it is
-# searched from the first occurrence of its rarest character that an occurrence ending past them could
-# have, less that character's offset in it: no occurrence starts before. `str.find` of one character is
-# `memchr`, ten to forty times faster than of a short literal. A literal list's alternation skips the
-# near look (a longer literal could start inside the window and end past it). A short text keeps the
-# scans above: one call per search is cheaper there.
-NEAR = 64
-
-
-def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
-    # _end_outside for a long text: literals are found from their rarest character.
-    best = None
-    # open of 'tool_calls'
-    found = memo.get("TOOL_CALLS_OPEN_RE")
-    if found is None or (found and found[0] < pos):
-        found = scan_pattern(buf, pos, TOOL_CALLS_OPEN_RE, True)
-        found = memo["TOOL_CALLS_OPEN_RE"] = found or ()
-    if found:
-        best = (found[0], found[1], True, "tool_calls", found[3])
-    # close of 'content'
-    found = memo.get("CONTENT_CLOSE_RE")
-    if found is None or (found and found[0] < pos):
-        # No match can start before the first '<|eo'.
-        # Beyond NEAR: '|' (at 1), its rarest character, found first.
-        at = buf.find(CONTENT_CLOSE_PREFIX, pos, pos + NEAR)
-        if at < 0:
-            at = buf.find("|", pos + 62)
-            if at >= 0:
-                at = buf.find(CONTENT_CLOSE_PREFIX, at - 1)
-        found = None if at < 0 else scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, True, at)
-        found = memo["CONTENT_CLOSE_RE"] = found or ()
-    if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
-        best = (found[0], found[1], False, "content", found[3])
-    # A zero-width match at the very end commits nothing, as in the streaming scan.
-    return best if best is not None and best[0] < len(buf) else None
-
-
 # One value function per field: its content parser, then its transform.
 
 
@@ -237,6 +202,7 @@ class ResponseParser(CompiledParser):
             scan=_scan_outside,
             end_scan=_end_outside,
             runs=(RUN_WHITESPACE,),
+            stems=("<|eom_id|>", "<|eot_id|>"),
             partials=(
                 TOOL_CALLS_OPEN_RE,
                 CONTENT_CLOSE_WHOLE,
@@ -267,9 +233,6 @@ class ResponseParser(CompiledParser):
         _TOOL_CALLS_STARTS,
     )
     END_MEMO = True  # the end-of-stream scans take `memo`
-    FAR_SCANS: ClassVar[dict] = {  # end-of-stream scans for a long text
-        _end_outside: _far_outside,
-    }
 
     @staticmethod
     def defaults() -> dict:

@@ -151,54 +151,6 @@ def _end_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
     return match.start(), match.end(), is_open, field, None
 
 
-# The same scans for a pass over a long text (`FAR_SCANS`). A literal (or a regex's literal prefix) is
-# looked for within the next NEAR characters (delimiters often come in clusters); beyond them it is
-# searched from the first occurrence of its rarest character that an occurrence ending past them could
-# have, less that character's offset in it: no occurrence starts before. `str.find` of one character is
-# `memchr`, ten to forty times faster than of a short literal. A literal list's alternation skips the
-# near look (a longer literal could start inside the window and end past it). A short text keeps the
-# scans above: one call per search is cheaper there.
-NEAR = 64
-
-
-def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
-    # _end_outside for a long text: literals are found from their rarest character.
-    best = None
-    # open of 'tool_calls'
-    found = memo.get("TOOL_CALLS_OPEN_RE")
-    if found is None or (found and found[0] < pos):
-        found = scan_pattern(buf, pos, TOOL_CALLS_OPEN_RE, True)
-        found = memo["TOOL_CALLS_OPEN_RE"] = found or ()
-    if found:
-        best = (found[0], found[1], True, "tool_calls", found[3])
-    # close of 'content'
-    if best is not None:
-        match = CONTENT_CLOSE_ALT.search(buf, pos, best[0] + 10)
-    else:
-        # '|' (at 1) is the rarest character every literal has: found first.
-        at = buf.find("|", pos + 1)
-        match = None if at < 0 else CONTENT_CLOSE_ALT.search(buf, at - 1)
-    found = None if match is None else (match.start(), match.end(), True, None)
-    if found is not None and (
-        best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])
-    ):
-        best = (found[0], found[1], False, "content", None)
-    # A zero-width match at the very end commits nothing, as in the streaming scan.
-    return best if best is not None and best[0] < len(buf) else None
-
-
-def _far_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
-    # _end_tool_calls for a long text: literals are found from their rarest character.
-    # No memo: the leftmost match is the one committed, so the next scan starts past it anyway.
-    # '|' (at 1) is the rarest character every literal has: found first.
-    at = buf.find("|", pos + 1)
-    match = None if at < 0 else _TOOL_CALLS_RE.search(buf, at - 1)
-    if match is None:
-        return None
-    is_open, field = _TOOL_CALLS_COMMITS[match.group()]
-    return match.start(), match.end(), is_open, field, None
-
-
 # One value function per field: its content parser, then its transform.
 
 
@@ -254,10 +206,6 @@ class ResponseParser(CompiledParser):
     CONTEXT = 1
     PATTERNS = (TOOL_CALLS_OPEN_RE,)
     END_MEMO = True  # the end-of-stream scans take `memo`
-    FAR_SCANS: ClassVar[dict] = {  # end-of-stream scans for a long text
-        _end_outside: _far_outside,
-        _end_tool_calls: _far_tool_calls,
-    }
 
     @staticmethod
     def defaults() -> dict:

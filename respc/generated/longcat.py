@@ -50,7 +50,10 @@ REASONING_CONTENT_CLOSE = "</longcat_think>"
 TOOL_CALLS_OPEN_RE = LazyRegex(r"<longcat_tool_call>")
 # The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
 # rechecked with it.
-TOOL_CALLS_OPEN_WHOLE = LazyRegex(r"\s*<longcat_tool_call>")
+# Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
+TOOL_CALLS_OPEN_WHOLE = LazyRegex(
+    r"\s*<longcat_tool_call>", stems=("<longcat_tool_call>",), lead=RUN_WHITESPACE
+)
 TOOL_CALLS_OPEN_PREFIX = "<longcat_tool_call>"  # every match of the rest starts with this
 TOOL_CALLS_CLOSE = "</longcat_tool_call>"
 # /\s*</longcat_s>/ is searched as what follows its leading run of \s; the scan
@@ -58,7 +61,8 @@ TOOL_CALLS_CLOSE = "</longcat_tool_call>"
 CONTENT_CLOSE_RE = LazyRegex(r"</longcat_s>")
 # The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
 # rechecked with it.
-CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*</longcat_s>")
+# Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
+CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*</longcat_s>", stems=("</longcat_s>",), lead=RUN_WHITESPACE)
 CONTENT_CLOSE_PREFIX = "</longcat_s>"  # every match of the rest starts with this
 START_ANCHOR_LITERALS = ("ASSISTANT:",)
 START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
@@ -203,24 +207,14 @@ def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     # _end_outside for a long text: literals are found from their rarest character.
     best = None
     # open of 'reasoning_content'
-    # Beyond NEAR: '<' (at 0), its rarest character, found first.
-    start = buf.find(REASONING_CONTENT_OPEN, pos, pos + NEAR)
-    if start < 0:
-        start = buf.find("<", pos + 50)
-        if start >= 0:
-            start = buf.find(REASONING_CONTENT_OPEN, start)
+    start = buf.find(REASONING_CONTENT_OPEN, pos)
     if start >= 0:
         best = (start, start + 15, True, "reasoning_content", None)
     # open of 'tool_calls'
     found = memo.get("TOOL_CALLS_OPEN_RE")
     if found is None or (found and found[0] < pos):
         # No match can start before the first '<longcat_tool_call>'.
-        # Beyond NEAR: '<' (at 0), its rarest character, found first.
-        at = buf.find(TOOL_CALLS_OPEN_PREFIX, pos, pos + NEAR)
-        if at < 0:
-            at = buf.find("<", pos + 46)
-            if at >= 0:
-                at = buf.find(TOOL_CALLS_OPEN_PREFIX, at)
+        at = buf.find(TOOL_CALLS_OPEN_PREFIX, pos)
         found = None if at < 0 else scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, True, at)
         found = memo["TOOL_CALLS_OPEN_RE"] = found or ()
     if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
@@ -229,12 +223,12 @@ def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     found = memo.get("CONTENT_CLOSE_RE")
     if found is None or (found and found[0] < pos):
         # No match can start before the first '</longcat_s>'.
-        # Beyond NEAR: '<' (at 0), its rarest character, found first.
+        # Beyond NEAR: '/' (at 1), its rarest character, found first.
         at = buf.find(CONTENT_CLOSE_PREFIX, pos, pos + NEAR)
         if at < 0:
-            at = buf.find("<", pos + 53)
+            at = buf.find("/", pos + 54)
             if at >= 0:
-                at = buf.find(CONTENT_CLOSE_PREFIX, at)
+                at = buf.find(CONTENT_CLOSE_PREFIX, at - 1)
         found = None if at < 0 else scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, True, at)
         found = memo["CONTENT_CLOSE_RE"] = found or ()
     if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
@@ -245,23 +239,23 @@ def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
 
 def _far_reasoning_content(buf: str, pos: int, memo: dict) -> tuple | None:
     # _end_reasoning_content for a long text: literals are found from their rarest character.
-    # Beyond NEAR: '<' (at 0), its rarest character, found first.
+    # Beyond NEAR: '/' (at 1), its rarest character, found first.
     start = buf.find(REASONING_CONTENT_CLOSE, pos, pos + NEAR)
     if start < 0:
-        start = buf.find("<", pos + 49)
+        start = buf.find("/", pos + 50)
         if start >= 0:
-            start = buf.find(REASONING_CONTENT_CLOSE, start)
+            start = buf.find(REASONING_CONTENT_CLOSE, start - 1)
     return None if start < 0 else (start, start + 16, False, "reasoning_content", None)
 
 
 def _far_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
     # _end_tool_calls for a long text: literals are found from their rarest character.
-    # Beyond NEAR: '<' (at 0), its rarest character, found first.
+    # Beyond NEAR: '/' (at 1), its rarest character, found first.
     start = buf.find(TOOL_CALLS_CLOSE, pos, pos + NEAR)
     if start < 0:
-        start = buf.find("<", pos + 45)
+        start = buf.find("/", pos + 46)
         if start >= 0:
-            start = buf.find(TOOL_CALLS_CLOSE, start)
+            start = buf.find(TOOL_CALLS_CLOSE, start - 1)
     return None if start < 0 else (start, start + 20, False, "tool_calls", None)
 
 

@@ -53,7 +53,9 @@ REASONING_CONTENT_OPEN = ("[THINK]", "<think>")
 # One pass at the end of the stream: the leftmost of the list, the longest at one position.
 REASONING_CONTENT_OPEN_ALT = re.compile("|".join(re.escape(literal) for literal in REASONING_CONTENT_OPEN))
 REASONING_CONTENT_CLOSE = ("[/THINK]", "</think>")
-TOOL_CALLS_OPEN_RE = LazyRegex(r"\[TOOL_CALLS\](?P<name>[^\[\]\s]+)(?:\[CALL_ID\][^\[]*)?\[ARGS\]")
+TOOL_CALLS_OPEN_RE = LazyRegex(
+    r"\[TOOL_CALLS\](?P<name>[^\[\]\s]+)(?:\[CALL_ID\][^\[]*)?\[ARGS\]", stems=("[TOOL_CALLS]",)
+)
 TOOL_CALLS_OPEN_PREFIX = "[TOOL_CALLS]"  # every match starts with this
 TOOL_CALLS_CLOSE_RE = LazyRegex(r"</s>|(?=\[TOOL_CALLS\])")
 CONTENT_CLOSE = "</s>"
@@ -242,12 +244,12 @@ def _far_outside(buf: str, pos: int) -> tuple | None:
     if best is not None:
         start = buf.find(CONTENT_CLOSE, pos, best[0] + 4)
     else:
-        # Beyond NEAR: '<' (at 0), its rarest character, found first.
+        # Beyond NEAR: '/' (at 1), its rarest character, found first.
         start = buf.find(CONTENT_CLOSE, pos, pos + NEAR)
         if start < 0:
-            start = buf.find("<", pos + 61)
+            start = buf.find("/", pos + 62)
             if start >= 0:
-                start = buf.find(CONTENT_CLOSE, start)
+                start = buf.find(CONTENT_CLOSE, start - 1)
     if start >= 0 and (best is None or start < best[0] or (start == best[0] and start + 4 > best[1])):
         best = (start, start + 4, False, "content", None)
     # A zero-width match at the very end commits nothing, as in the streaming scan.

@@ -48,7 +48,8 @@ TRANSFORMERS_TARGET = "5.24"
 TOOL_CALLS_OPEN_RE = LazyRegex(r"functools(?=\s*\[\s*\{)")
 # The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
 # rechecked with it.
-TOOL_CALLS_OPEN_WHOLE = LazyRegex(r"\s*functools(?=\s*\[\s*\{)")
+# Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
+TOOL_CALLS_OPEN_WHOLE = LazyRegex(r"\s*functools(?=\s*\[\s*\{)", stems=("functools",), lead=RUN_WHITESPACE)
 TOOL_CALLS_OPEN_PREFIX = "functools"  # every match of the rest starts with this
 TOOL_CALLS_CLOSE = ("<|endoftext|>", "<|end|>")
 # /\s*(?:<\|end\|>|<\|endoftext\|>)/ is searched as what follows its leading run of \s; the scan
@@ -56,7 +57,10 @@ TOOL_CALLS_CLOSE = ("<|endoftext|>", "<|end|>")
 CONTENT_CLOSE_RE = LazyRegex(r"(?:<\|end\|>|<\|endoftext\|>)")
 # The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
 # rechecked with it.
-CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*(?:<\|end\|>|<\|endoftext\|>)")
+# Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
+CONTENT_CLOSE_WHOLE = LazyRegex(
+    r"\s*(?:<\|end\|>|<\|endoftext\|>)", stems=("<|end|>", "<|endoftext|>"), lead=RUN_WHITESPACE
+)
 CONTENT_CLOSE_PREFIX = "<|end"  # every match of the rest starts with this
 START_ANCHOR_LITERALS = ("<|assistant|>",)
 START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
@@ -176,36 +180,6 @@ def _end_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
 NEAR = 64
 
 
-def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
-    # _end_outside for a long text: literals are found from their rarest character.
-    best = None
-    # open of 'tool_calls'
-    found = memo.get("TOOL_CALLS_OPEN_RE")
-    if found is None or (found and found[0] < pos):
-        # No match can start before the first 'functools'.
-        at = buf.find(TOOL_CALLS_OPEN_PREFIX, pos)
-        found = None if at < 0 else scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, True, at)
-        found = memo["TOOL_CALLS_OPEN_RE"] = found or ()
-    if found:
-        best = (found[0], found[1], True, "tool_calls", found[3])
-    # close of 'content'
-    found = memo.get("CONTENT_CLOSE_RE")
-    if found is None or (found and found[0] < pos):
-        # No match can start before the first '<|end'.
-        # Beyond NEAR: '|' (at 1), its rarest character, found first.
-        at = buf.find(CONTENT_CLOSE_PREFIX, pos, pos + NEAR)
-        if at < 0:
-            at = buf.find("|", pos + 61)
-            if at >= 0:
-                at = buf.find(CONTENT_CLOSE_PREFIX, at - 1)
-        found = None if at < 0 else scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, True, at)
-        found = memo["CONTENT_CLOSE_RE"] = found or ()
-    if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
-        best = (found[0], found[1], False, "content", found[3])
-    # A zero-width match at the very end commits nothing, as in the streaming scan.
-    return best if best is not None and best[0] < len(buf) else None
-
-
 def _far_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
     # _end_tool_calls for a long text: literals are found from their rarest character.
     # No memo: the leftmost match is the one committed, so the next scan starts past it anyway.
@@ -253,7 +227,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_outside,
             starts=_OUTSIDE_STARTS,
             runs=(RUN_WHITESPACE,),
-            stems=("functools",),
+            stems=("<|endoftext|>", "functools", "<|end|>"),
             partials=(
                 TOOL_CALLS_OPEN_WHOLE,
                 CONTENT_CLOSE_WHOLE,
@@ -279,7 +253,6 @@ class ResponseParser(CompiledParser):
     PATTERNS = (TOOL_CALLS_OPEN_RE, TOOL_CALLS_OPEN_WHOLE, CONTENT_CLOSE_RE, CONTENT_CLOSE_WHOLE)
     END_MEMO = True  # the end-of-stream scans take `memo`
     FAR_SCANS: ClassVar[dict] = {  # end-of-stream scans for a long text
-        _end_outside: _far_outside,
         _end_tool_calls: _far_tool_calls,
     }
 

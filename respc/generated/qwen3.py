@@ -54,7 +54,8 @@ REASONING_CONTENT_CLOSE = "</think>"
 TOOL_CALLS_OPEN_RE = LazyRegex(r"<tool_call>")
 # The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
 # rechecked with it.
-TOOL_CALLS_OPEN_WHOLE = LazyRegex(r"\s*<tool_call>")
+# Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
+TOOL_CALLS_OPEN_WHOLE = LazyRegex(r"\s*<tool_call>", stems=("<tool_call>",), lead=RUN_WHITESPACE)
 TOOL_CALLS_OPEN_PREFIX = "<tool_call>"  # every match of the rest starts with this
 TOOL_CALLS_CLOSE = "</tool_call>"
 # /\s*(?:<\|im_end\|>|<\|endoftext\|>|<\|eot_id\|>)/ is searched as what follows its leading run of \s; the scan
@@ -62,7 +63,12 @@ TOOL_CALLS_CLOSE = "</tool_call>"
 CONTENT_CLOSE_RE = LazyRegex(r"(?:<\|im_end\|>|<\|endoftext\|>|<\|eot_id\|>)")
 # The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
 # rechecked with it.
-CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*(?:<\|im_end\|>|<\|endoftext\|>|<\|eot_id\|>)")
+# Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
+CONTENT_CLOSE_WHOLE = LazyRegex(
+    r"\s*(?:<\|im_end\|>|<\|endoftext\|>|<\|eot_id\|>)",
+    stems=("<|im_end|>", "<|endoftext|>", "<|eot_id|>"),
+    lead=RUN_WHITESPACE,
+)
 CONTENT_CLOSE_PREFIX = "<|"  # every match of the rest starts with this
 START_ANCHOR_LITERALS = ("<|im_start|>assistant\n",)
 START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
@@ -207,12 +213,7 @@ def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     # _end_outside for a long text: literals are found from their rarest character.
     best = None
     # open of 'reasoning_content'
-    # Beyond NEAR: '<' (at 0), its rarest character, found first.
-    start = buf.find(REASONING_CONTENT_OPEN, pos, pos + NEAR)
-    if start < 0:
-        start = buf.find("<", pos + 58)
-        if start >= 0:
-            start = buf.find(REASONING_CONTENT_OPEN, start)
+    start = buf.find(REASONING_CONTENT_OPEN, pos)
     if start >= 0:
         best = (start, start + 7, True, "reasoning_content", None)
     # open of 'tool_calls'
@@ -249,12 +250,12 @@ def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
 
 def _far_reasoning_content(buf: str, pos: int, memo: dict) -> tuple | None:
     # _end_reasoning_content for a long text: literals are found from their rarest character.
-    # Beyond NEAR: '<' (at 0), its rarest character, found first.
+    # Beyond NEAR: '/' (at 1), its rarest character, found first.
     start = buf.find(REASONING_CONTENT_CLOSE, pos, pos + NEAR)
     if start < 0:
-        start = buf.find("<", pos + 57)
+        start = buf.find("/", pos + 58)
         if start >= 0:
-            start = buf.find(REASONING_CONTENT_CLOSE, start)
+            start = buf.find(REASONING_CONTENT_CLOSE, start - 1)
     return None if start < 0 else (start, start + 8, False, "reasoning_content", None)
 
 
@@ -301,7 +302,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_outside,
             start_char="<",
             runs=(RUN_WHITESPACE,),
-            stems=("<tool_call>", "<think>"),
+            stems=("<|endoftext|>", "<tool_call>", "<|eot_id|>", "<|im_end|>", "<think>"),
             partials=(
                 TOOL_CALLS_OPEN_WHOLE,
                 CONTENT_CLOSE_WHOLE,

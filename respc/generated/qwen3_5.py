@@ -55,16 +55,22 @@ REASONING_CONTENT_CLOSE = "</think>"
 TOOL_CALLS_OPEN_RE = LazyRegex(r"<tool_call>\s*<function=(?P<name>[^>\n]+)>")
 # The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
 # rechecked with it.
-TOOL_CALLS_OPEN_WHOLE = LazyRegex(r"\s*<tool_call>\s*<function=(?P<name>[^>\n]+)>")
+# Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
+TOOL_CALLS_OPEN_WHOLE = LazyRegex(
+    r"\s*<tool_call>\s*<function=(?P<name>[^>\n]+)>", stems=("<tool_call>",), lead=RUN_WHITESPACE
+)
 TOOL_CALLS_OPEN_PREFIX = "<tool_call>"  # every match of the rest starts with this
-TOOL_CALLS_CLOSE_RE = LazyRegex(r"</function>\s*</tool_call>")
+TOOL_CALLS_CLOSE_RE = LazyRegex(r"</function>\s*</tool_call>", stems=("</function>",))
 TOOL_CALLS_CLOSE_PREFIX = "</function>"  # every match starts with this
 # /\s*(?:<\|im_end\|>|<\|endoftext\|>)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"(?:<\|im_end\|>|<\|endoftext\|>)")
 # The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
 # rechecked with it.
-CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*(?:<\|im_end\|>|<\|endoftext\|>)")
+# Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
+CONTENT_CLOSE_WHOLE = LazyRegex(
+    r"\s*(?:<\|im_end\|>|<\|endoftext\|>)", stems=("<|im_end|>", "<|endoftext|>"), lead=RUN_WHITESPACE
+)
 CONTENT_CLOSE_PREFIX = "<|"  # every match of the rest starts with this
 START_ANCHOR_LITERALS = ("<|im_start|>assistant\n",)
 START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
@@ -216,12 +222,7 @@ def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     # _end_outside for a long text: literals are found from their rarest character.
     best = None
     # open of 'reasoning_content'
-    # Beyond NEAR: '<' (at 0), its rarest character, found first.
-    start = buf.find(REASONING_CONTENT_OPEN, pos, pos + NEAR)
-    if start < 0:
-        start = buf.find("<", pos + 58)
-        if start >= 0:
-            start = buf.find(REASONING_CONTENT_OPEN, start)
+    start = buf.find(REASONING_CONTENT_OPEN, pos)
     if start >= 0:
         best = (start, start + 7, True, "reasoning_content", None)
     # open of 'tool_calls'
@@ -258,12 +259,12 @@ def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
 
 def _far_reasoning_content(buf: str, pos: int, memo: dict) -> tuple | None:
     # _end_reasoning_content for a long text: literals are found from their rarest character.
-    # Beyond NEAR: '<' (at 0), its rarest character, found first.
+    # Beyond NEAR: '/' (at 1), its rarest character, found first.
     start = buf.find(REASONING_CONTENT_CLOSE, pos, pos + NEAR)
     if start < 0:
-        start = buf.find("<", pos + 57)
+        start = buf.find("/", pos + 58)
         if start >= 0:
-            start = buf.find(REASONING_CONTENT_CLOSE, start)
+            start = buf.find(REASONING_CONTENT_CLOSE, start - 1)
     return None if start < 0 else (start, start + 8, False, "reasoning_content", None)
 
 
@@ -272,12 +273,12 @@ def _far_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
     best = None
     # close of 'tool_calls'
     # No match can start before the first '</function>'.
-    # Beyond NEAR: '<' (at 0), its rarest character, found first.
+    # Beyond NEAR: '/' (at 1), its rarest character, found first.
     at = buf.find(TOOL_CALLS_CLOSE_PREFIX, pos, pos + NEAR)
     if at < 0:
-        at = buf.find("<", pos + 54)
+        at = buf.find("/", pos + 55)
         if at >= 0:
-            at = buf.find(TOOL_CALLS_CLOSE_PREFIX, at)
+            at = buf.find(TOOL_CALLS_CLOSE_PREFIX, at - 1)
     found = None if at < 0 else scan_pattern(buf, at, TOOL_CALLS_CLOSE_RE, True)
     if found:
         best = (found[0], found[1], False, "tool_calls", found[3])
@@ -325,7 +326,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_outside,
             start_char="<",
             runs=(RUN_WHITESPACE,),
-            stems=("<tool_call>", "<think>"),
+            stems=("<|endoftext|>", "<tool_call>", "<|im_end|>", "<think>"),
             partials=(
                 TOOL_CALLS_OPEN_WHOLE,
                 CONTENT_CLOSE_WHOLE,

@@ -53,7 +53,10 @@ REASONING_CONTENT_CLOSE = "</seed:think>"
 TOOL_CALLS_OPEN_RE = LazyRegex(r"<seed:tool_call>\s*<function=(?P<name>[^>\n]+)>")
 # The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
 # rechecked with it.
-TOOL_CALLS_OPEN_WHOLE = LazyRegex(r"\s*<seed:tool_call>\s*<function=(?P<name>[^>\n]+)>")
+# Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
+TOOL_CALLS_OPEN_WHOLE = LazyRegex(
+    r"\s*<seed:tool_call>\s*<function=(?P<name>[^>\n]+)>", stems=("<seed:tool_call>",), lead=RUN_WHITESPACE
+)
 TOOL_CALLS_OPEN_PREFIX = "<seed:tool_call>"  # every match of the rest starts with this
 TOOL_CALLS_CLOSE = "</seed:tool_call>"
 # /\s*<seed:eos>/ is searched as what follows its leading run of \s; the scan
@@ -61,7 +64,8 @@ TOOL_CALLS_CLOSE = "</seed:tool_call>"
 CONTENT_CLOSE_RE = LazyRegex(r"<seed:eos>")
 # The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
 # rechecked with it.
-CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*<seed:eos>")
+# Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
+CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*<seed:eos>", stems=("<seed:eos>",), lead=RUN_WHITESPACE)
 CONTENT_CLOSE_PREFIX = "<seed:eos>"  # every match of the rest starts with this
 START_ANCHOR_LITERALS = ("<seed:bos>assistant\n",)
 START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
@@ -206,12 +210,7 @@ def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     # _end_outside for a long text: literals are found from their rarest character.
     best = None
     # open of 'reasoning_content'
-    # Beyond NEAR: '<' (at 0), its rarest character, found first.
-    start = buf.find(REASONING_CONTENT_OPEN, pos, pos + NEAR)
-    if start < 0:
-        start = buf.find("<", pos + 53)
-        if start >= 0:
-            start = buf.find(REASONING_CONTENT_OPEN, start)
+    start = buf.find(REASONING_CONTENT_OPEN, pos)
     if start >= 0:
         best = (start, start + 12, True, "reasoning_content", None)
     # open of 'tool_calls'
@@ -232,12 +231,7 @@ def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     found = memo.get("CONTENT_CLOSE_RE")
     if found is None or (found and found[0] < pos):
         # No match can start before the first '<seed:eos>'.
-        # Beyond NEAR: '<' (at 0), its rarest character, found first.
-        at = buf.find(CONTENT_CLOSE_PREFIX, pos, pos + NEAR)
-        if at < 0:
-            at = buf.find("<", pos + 55)
-            if at >= 0:
-                at = buf.find(CONTENT_CLOSE_PREFIX, at)
+        at = buf.find(CONTENT_CLOSE_PREFIX, pos)
         found = None if at < 0 else scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, True, at)
         found = memo["CONTENT_CLOSE_RE"] = found or ()
     if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
@@ -248,12 +242,12 @@ def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
 
 def _far_reasoning_content(buf: str, pos: int, memo: dict) -> tuple | None:
     # _end_reasoning_content for a long text: literals are found from their rarest character.
-    # Beyond NEAR: '<' (at 0), its rarest character, found first.
+    # Beyond NEAR: '/' (at 1), its rarest character, found first.
     start = buf.find(REASONING_CONTENT_CLOSE, pos, pos + NEAR)
     if start < 0:
-        start = buf.find("<", pos + 52)
+        start = buf.find("/", pos + 53)
         if start >= 0:
-            start = buf.find(REASONING_CONTENT_CLOSE, start)
+            start = buf.find(REASONING_CONTENT_CLOSE, start - 1)
     return None if start < 0 else (start, start + 13, False, "reasoning_content", None)
 
 

@@ -62,14 +62,17 @@ TOOL_CALLS_OPEN_RE = LazyRegex(
 TOOL_CALLS_OPEN_WHOLE = LazyRegex(
     r'\s*(?:<｜tool_calls_begin｜>\s*)?(?:<｜tool_sep｜>\s*)?<｜tool_call_begin｜>\s*(?:function\s*<｜tool_sep｜>\s*)?<steptml:invoke name="(?P<name>[^"]+)">'
 )
-TOOL_CALLS_CLOSE_RE = LazyRegex(r"</steptml:invoke>\s*<｜tool_call_end｜>")
+TOOL_CALLS_CLOSE_RE = LazyRegex(r"</steptml:invoke>\s*<｜tool_call_end｜>", stems=("</steptml:invoke>",))
 TOOL_CALLS_CLOSE_PREFIX = "</steptml:invoke>"  # every match starts with this
 # /\s*(?:<｜tool_calls_end｜>|<\|EOT\|>)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"(?:<｜tool_calls_end｜>|<\|EOT\|>)")
 # The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
 # rechecked with it.
-CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*(?:<｜tool_calls_end｜>|<\|EOT\|>)")
+# Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
+CONTENT_CLOSE_WHOLE = LazyRegex(
+    r"\s*(?:<｜tool_calls_end｜>|<\|EOT\|>)", stems=("<｜tool_calls_end｜>", "<|EOT|>"), lead=RUN_WHITESPACE
+)
 CONTENT_CLOSE_PREFIX = "<"  # every match of the rest starts with this
 START_ANCHOR_LITERALS = ("<|BOT|>assistant\n",)
 START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
@@ -219,46 +222,14 @@ def _end_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
 NEAR = 64
 
 
-def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
-    # _end_outside for a long text: literals are found from their rarest character.
-    best = None
-    # open of 'reasoning_content'
-    # Beyond NEAR: '<' (at 0), its rarest character, found first.
-    start = buf.find(REASONING_CONTENT_OPEN, pos, pos + NEAR)
-    if start < 0:
-        start = buf.find("<", pos + 58)
-        if start >= 0:
-            start = buf.find(REASONING_CONTENT_OPEN, start)
-    if start >= 0:
-        best = (start, start + 7, True, "reasoning_content", None)
-    # open of 'tool_calls'
-    found = memo.get("TOOL_CALLS_OPEN_RE")
-    if found is None or (found and found[0] < pos):
-        found = scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, True)
-        found = memo["TOOL_CALLS_OPEN_RE"] = found or ()
-    if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
-        best = (found[0], found[1], True, "tool_calls", found[3])
-    # close of 'content'
-    found = memo.get("CONTENT_CLOSE_RE")
-    if found is None or (found and found[0] < pos):
-        # No match can start before the first '<'.
-        at = buf.find(CONTENT_CLOSE_PREFIX, pos)
-        found = None if at < 0 else scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, True, at)
-        found = memo["CONTENT_CLOSE_RE"] = found or ()
-    if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
-        best = (found[0], found[1], False, "content", found[3])
-    # A zero-width match at the very end commits nothing, as in the streaming scan.
-    return best if best is not None and best[0] < len(buf) else None
-
-
 def _far_reasoning_content(buf: str, pos: int, memo: dict) -> tuple | None:
     # _end_reasoning_content for a long text: literals are found from their rarest character.
-    # Beyond NEAR: '<' (at 0), its rarest character, found first.
+    # Beyond NEAR: '/' (at 1), its rarest character, found first.
     start = buf.find(REASONING_CONTENT_CLOSE, pos, pos + NEAR)
     if start < 0:
-        start = buf.find("<", pos + 57)
+        start = buf.find("/", pos + 58)
         if start >= 0:
-            start = buf.find(REASONING_CONTENT_CLOSE, start)
+            start = buf.find(REASONING_CONTENT_CLOSE, start - 1)
     return None if start < 0 else (start, start + 8, False, "reasoning_content", None)
 
 
@@ -267,12 +238,12 @@ def _far_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
     best = None
     # close of 'tool_calls'
     # No match can start before the first '</steptml:invoke>'.
-    # Beyond NEAR: '<' (at 0), its rarest character, found first.
+    # Beyond NEAR: '/' (at 1), its rarest character, found first.
     at = buf.find(TOOL_CALLS_CLOSE_PREFIX, pos, pos + NEAR)
     if at < 0:
-        at = buf.find("<", pos + 48)
+        at = buf.find("/", pos + 49)
         if at >= 0:
-            at = buf.find(TOOL_CALLS_CLOSE_PREFIX, at)
+            at = buf.find(TOOL_CALLS_CLOSE_PREFIX, at - 1)
     found = None if at < 0 else scan_pattern(buf, at, TOOL_CALLS_CLOSE_RE, True)
     if found:
         best = (found[0], found[1], False, "tool_calls", found[3])
@@ -320,7 +291,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_outside,
             start_char="<",
             runs=(RUN_WHITESPACE,),
-            stems=("<think>",),
+            stems=("<｜tool_calls_end｜>", "<think>", "<|EOT|>"),
             partials=(
                 TOOL_CALLS_OPEN_WHOLE,
                 CONTENT_CLOSE_WHOLE,
@@ -357,7 +328,6 @@ class ResponseParser(CompiledParser):
     )
     END_MEMO = True  # the end-of-stream scans take `memo`
     FAR_SCANS: ClassVar[dict] = {  # end-of-stream scans for a long text
-        _end_outside: _far_outside,
         _end_reasoning_content: _far_reasoning_content,
         _end_tool_calls: _far_tool_calls,
     }

@@ -32,7 +32,7 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from respc.runtime.contract import check_contract
-from respc.runtime.scan import LazyRegex, partial_at, run_start
+from respc.runtime.scan import LazyRegex, lead_holds, partial_at, run_start
 from respc.runtime.tools import coerce_tool_calls, tool_params
 
 TYPE_CHECKING = False  # typing costs ~5 ms to import: keep it off a generated module's import path
@@ -231,6 +231,21 @@ class CompiledParser:
                 return []
             pieces = self._run_pieces  # the held text, if any, is such a run (`pieces` are its newest)
             first = self._start_char
+            if (
+                _find(text, first) < 0  # (first: a non-str chunk raises TypeError here, as upstream)
+                and text[-1] not in run
+                and self._pos == len(self._buf)
+                and not pieces
+            ):
+                # Nothing held and no trailing run: the chunk is routed whole, as a plain chunk is (most
+                # feeds of a region whose delimiters start with a run, e.g. Qwen's content).
+                self._buf = text
+                self._pos = len(text)
+                parts = self._parts  # `_route`'s append, inlined
+                parts.append(text)
+                if len(parts) >= self._parts_limit:
+                    self._coalesce()
+                return [{"type": "region_chunk", "field": self._current, "text": text, "dirty": self._dirty}]
             if _find(text, first) < 0 and (pieces or _find(self._buf, first, self._pos) < 0):
                 cut = len(text)
                 while cut and text[cut - 1] in run:
@@ -245,10 +260,15 @@ class CompiledParser:
                     return []
                 if pieces:
                     self._rejoin_run()
-                routed = self._buf[self._pos :] + text[:cut]
-                self._buf = routed[-1] + text[cut:]  # one character of context, as _trim keeps
-                self._pos = 1
-                self._held = None  # the held text is now the chunk's trailing run
+                if cut == len(text):
+                    routed = self._buf[self._pos :] + text  # the held run, then the whole chunk
+                    self._buf = text  # the chunk is all the context the patterns can look back at
+                    self._pos = len(text)
+                else:
+                    routed = self._buf[self._pos :] + text[:cut]
+                    self._buf = text[cut - 1 :]  # one character of context, then the held trailing run
+                    self._pos = 1
+                self._held = None  # the held text is now the chunk's trailing run, if any
                 parts = self._parts  # `_route`'s append, inlined
                 parts.append(routed)
                 if len(parts) >= self._parts_limit:
@@ -266,6 +286,10 @@ class CompiledParser:
                     return []
             pattern = self._held_pattern
             if pattern is not None:
+                if pattern.lead is not None and lead_holds(pattern, grown):
+                    self._buf += text
+                    self._held = grown
+                    return []
                 buf = self._buf + text
                 if partial_at(pattern, buf, self._pos):
                     self._buf = buf
@@ -322,12 +346,17 @@ class CompiledParser:
         rest = text[cut:] if cut else text
         for stem in self._stems:
             if len(stem) > len(rest) and stem.startswith(rest):
+                pattern = self._stem_pattern(stem)
                 break
         else:
-            return None
+            first = self._start_char
+            pattern = self._lead_pattern(rest) if first is None or first in rest else None
+            if pattern is None:
+                return None
         self._buf = buf
         self._pos += cut
         self._held = rest
+        self._held_pattern = pattern
         events: list[dict] = []
         if cut and self._plain:
             self._route(events, text[:cut])
@@ -361,16 +390,36 @@ class CompiledParser:
             self._discard = not self._runs and self._pos == len(self._buf) and not self._empty_open
         if self._pos < len(self._buf) and (self._stems or self._partials):
             rest = self._buf[self._pos :]
-            if any(len(stem) > len(rest) and stem.startswith(rest) for stem in self._stems):
-                self._held = rest
+            stem = next(
+                (stem for stem in self._stems if len(stem) > len(rest) and stem.startswith(rest)), None
+            )
+            if stem is not None:
+                self._held, self._held_pattern = rest, self._stem_pattern(stem)
             else:
                 # The regex delimiter whose partial match holds the text, if one does: the next feed
                 # checks only it.
-                for pattern in self._partials:
-                    if partial_at(pattern, self._buf, self._pos):
+                lead = self._lead_pattern(rest)
+                for pattern in self._partials if lead is None else (lead,):
+                    if pattern is lead or partial_at(pattern, self._buf, self._pos):
                         self._held, self._held_pattern = rest, pattern
                         break
         return events
+
+    def _lead_pattern(self, held: str) -> Any:
+        """The first watched lead-run pattern that holds `held` (`lead_holds`), or None."""
+        for pattern in self._partials:
+            if pattern.lead is not None and lead_holds(pattern, held):
+                return pattern
+        return None
+
+    def _stem_pattern(self, stem: str) -> Any:
+        """The watched regex delimiter `stem` is a stem of, if any: held text that is a proper prefix of it
+        is that pattern's partial match, and once the stem is complete the next feed tests only it (the
+        partial search) instead of a full pass."""
+        for pattern in self._partials:
+            if stem in pattern.stems:
+                return pattern
+        return None
 
     def _skips_scan(self, text: str) -> bool:
         """Whether no watched delimiter can start in `text` nor complete in the held text: nothing is held,

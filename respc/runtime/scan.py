@@ -24,6 +24,7 @@ __all__ = [
     "RUN_WHITESPACE",
     "LazyRegex",
     "SearchTimeout",
+    "lead_holds",
     "partial_at",
     "partial_start",
     "run_start",
@@ -65,9 +66,27 @@ class LazyRegex:
     compiled pattern's. The compiler has already compiled each pattern, so a bad one cannot surface here.
     """
 
-    def __init__(self, pattern: str, dotall: bool = True) -> None:
+    # A delimiter's pattern may declare its stems (`respc.compiler.plan.Delimiter.stems`: texts every match
+    # starts with, or all it can match): held text that is a proper prefix of one is its partial match.
+    # A lead-run delimiter's whole pattern `R*X` declares X's stems and the run's characters (`lead`):
+    # then a run before that prefix is too (`lead_holds`).
+    stems: tuple[str, ...] = ()
+    lead: frozenset[str] | None = None
+    longest = 0  # the longest stem: held text longer than it is not worth `lead_holds`'s test
+
+    def __init__(
+        self,
+        pattern: str,
+        dotall: bool = True,
+        stems: tuple[str, ...] = (),
+        lead: frozenset[str] | None = None,
+    ) -> None:
         self.pattern = pattern
         self.dotall = dotall
+        if stems:
+            self.stems = stems
+            self.longest = max(map(len, stems))
+            self.lead = lead
 
     def compiled(self) -> Any:
         """The compiled `regex` pattern (imports `regex` and compiles on the first call)."""
@@ -90,6 +109,28 @@ class LazyRegex:
 
     def __repr__(self) -> str:
         return f"LazyRegex({self.pattern!r}{'' if self.dotall else ', dotall=False'})"
+
+
+def lead_holds(pattern: Any, held: str) -> bool:
+    """Whether `held` (the text from the scan position to the end of the buffer) is a run of the lead
+    class of `pattern`, a lead-run delimiter's whole pattern `R*X`, then a proper prefix of one of the
+    stems of `X`: a partial match at its start, which holds everything (no delimiter commits at or after
+    a partial match), and no complete match of the pattern can start later in it (`X` cannot start with a
+    run character, and a stem's proper prefix holds none). So the oracle's partial search holds it, and
+    the caller can skip that search. False for other patterns, and when unsure."""
+    run = pattern.lead
+    if run is None or len(held) > pattern.longest:
+        return False
+    at, end = 0, len(held)
+    while at < end and held[at] in run:
+        at += 1
+    if at == end:
+        return False  # a run alone: the lead-run path's (or the partial search's) to decide
+    core = held[at:] if at else held
+    for stem in pattern.stems:
+        if len(stem) > len(core) and stem.startswith(core):
+            return True
+    return False
 
 
 class SearchTimeout(TimeoutError):

@@ -49,7 +49,10 @@ THINKING_OPEN = "<|channel|>analysis<|message|>"
 THINKING_CLOSE = "<|end|>"
 CONTENT_OPEN = "<|channel|>final<|message|>"
 CONTENT_CLOSE = "<|end|>"
-TOOL_CALLS_OPEN_RE = LazyRegex(r"<\|channel\|>commentary to=functions\.(?P<name>\w+).*?<\|message\|>")
+TOOL_CALLS_OPEN_RE = LazyRegex(
+    r"<\|channel\|>commentary to=functions\.(?P<name>\w+).*?<\|message\|>",
+    stems=("<|channel|>commentary to=functions.",),
+)
 TOOL_CALLS_OPEN_PREFIX = "<|channel|>commentary to=functions."  # every match starts with this
 TOOL_CALLS_CLOSE = "<|call|>"
 START_ANCHOR_LITERALS = ("<|start|>assistant",)
@@ -212,24 +215,11 @@ def _far_outside(buf: str, pos: int) -> tuple | None:
     # _end_outside for a long text: literals are found from their rarest character.
     best = None
     # open of 'content'
-    # Beyond NEAR: '|' (at 1), its rarest character, found first.
-    start = buf.find(CONTENT_OPEN, pos, pos + NEAR)
-    if start < 0:
-        start = buf.find("|", pos + 39)
-        if start >= 0:
-            start = buf.find(CONTENT_OPEN, start - 1)
+    start = buf.find(CONTENT_OPEN, pos)
     if start >= 0:
         best = (start, start + 27, True, "content", None)
     # open of 'thinking'
-    if best is not None:
-        start = buf.find(THINKING_OPEN, pos, best[0] + 30)
-    else:
-        # Beyond NEAR: '|' (at 1), its rarest character, found first.
-        start = buf.find(THINKING_OPEN, pos, pos + NEAR)
-        if start < 0:
-            start = buf.find("|", pos + 36)
-            if start >= 0:
-                start = buf.find(THINKING_OPEN, start - 1)
+    start = buf.find(THINKING_OPEN, pos) if best is None else buf.find(THINKING_OPEN, pos, best[0] + 30)
     if start >= 0 and (best is None or start < best[0] or (start == best[0] and start + 30 > best[1])):
         best = (start, start + 30, True, "thinking", None)
     # open of 'tool_calls'
@@ -250,39 +240,6 @@ def _far_outside(buf: str, pos: int) -> tuple | None:
         best = (found[0], found[1], True, "tool_calls", found[3])
     # A zero-width match at the very end commits nothing, as in the streaming scan.
     return best if best is not None and best[0] < len(buf) else None
-
-
-def _far_thinking(buf: str, pos: int) -> tuple | None:
-    # _end_thinking for a long text: literals are found from their rarest character.
-    # Beyond NEAR: '|' (at 1), its rarest character, found first.
-    start = buf.find(THINKING_CLOSE, pos, pos + NEAR)
-    if start < 0:
-        start = buf.find("|", pos + 59)
-        if start >= 0:
-            start = buf.find(THINKING_CLOSE, start - 1)
-    return None if start < 0 else (start, start + 7, False, "thinking", None)
-
-
-def _far_content(buf: str, pos: int) -> tuple | None:
-    # _end_content for a long text: literals are found from their rarest character.
-    # Beyond NEAR: '|' (at 1), its rarest character, found first.
-    start = buf.find(CONTENT_CLOSE, pos, pos + NEAR)
-    if start < 0:
-        start = buf.find("|", pos + 59)
-        if start >= 0:
-            start = buf.find(CONTENT_CLOSE, start - 1)
-    return None if start < 0 else (start, start + 7, False, "content", None)
-
-
-def _far_tool_calls(buf: str, pos: int) -> tuple | None:
-    # _end_tool_calls for a long text: literals are found from their rarest character.
-    # Beyond NEAR: '|' (at 1), its rarest character, found first.
-    start = buf.find(TOOL_CALLS_CLOSE, pos, pos + NEAR)
-    if start < 0:
-        start = buf.find("|", pos + 58)
-        if start >= 0:
-            start = buf.find(TOOL_CALLS_CLOSE, start - 1)
-    return None if start < 0 else (start, start + 8, False, "tool_calls", None)
 
 
 # One value function per field: its content parser, then its transform.
@@ -324,7 +281,11 @@ class ResponseParser(CompiledParser):
             scan=_scan_outside,
             end_scan=_end_outside,
             start_char="<",
-            stems=("<|channel|>analysis<|message|>", "<|channel|>final<|message|>"),
+            stems=(
+                "<|channel|>commentary to=functions.",
+                "<|channel|>analysis<|message|>",
+                "<|channel|>final<|message|>",
+            ),
             partials=(TOOL_CALLS_OPEN_RE,),
         ),
         "thinking": State(scan=_scan_thinking, end_scan=_end_thinking, start_char="<", stems=("<|end|>",)),
@@ -346,9 +307,6 @@ class ResponseParser(CompiledParser):
     PATTERNS = (TOOL_CALLS_OPEN_RE,)
     FAR_SCANS: ClassVar[dict] = {  # end-of-stream scans for a long text
         _end_outside: _far_outside,
-        _end_thinking: _far_thinking,
-        _end_content: _far_content,
-        _end_tool_calls: _far_tool_calls,
     }
 
     @staticmethod

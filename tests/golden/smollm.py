@@ -156,26 +156,14 @@ def _end_tool_calls(buf: str, pos: int) -> tuple | None:
 NEAR = 64
 
 
-def _far_outside(buf: str, pos: int) -> tuple | None:
-    # _end_outside for a long text: literals are found from their rarest character.
-    # No memo: the leftmost match is the one committed, so the next scan starts past it anyway.
-    # '<' (at 0) is the rarest character every literal has: found first.
-    at = buf.find("<", pos)
-    match = None if at < 0 else _OUTSIDE_RE.search(buf, at)
-    if match is None:
-        return None
-    is_open, field = _OUTSIDE_COMMITS[match.group()]
-    return match.start(), match.end(), is_open, field, None
-
-
 def _far_thinking(buf: str, pos: int) -> tuple | None:
     # _end_thinking for a long text: literals are found from their rarest character.
-    # Beyond NEAR: '<' (at 0), its rarest character, found first.
+    # Beyond NEAR: '/' (at 1), its rarest character, found first.
     start = buf.find(THINKING_CLOSE, pos, pos + NEAR)
     if start < 0:
-        start = buf.find("<", pos + 57)
+        start = buf.find("/", pos + 58)
         if start >= 0:
-            start = buf.find(THINKING_CLOSE, start)
+            start = buf.find(THINKING_CLOSE, start - 1)
     return None if start < 0 else (start, start + 8, False, "thinking", None)
 
 
@@ -244,7 +232,6 @@ class ResponseParser(CompiledParser):
     CONTEXT = 0
     PATTERNS = ()
     FAR_SCANS: ClassVar[dict] = {  # end-of-stream scans for a long text
-        _end_outside: _far_outside,
         _end_thinking: _far_thinking,
         _end_tool_calls: _far_tool_calls,
     }

@@ -18,7 +18,7 @@ from respc.compiler.analysis.backtracking import backtracking_risk
 from respc.compiler.analysis.empty import empty_together, may_match_empty
 from respc.compiler.analysis.lead import split_lead
 from respc.compiler.analysis.rare import rare_char
-from respc.compiler.analysis.starts import first_chars, literal_prefix
+from respc.compiler.analysis.starts import first_chars, literal_prefix, literal_strings
 from respc.compiler.analysis.syntax import is_plain
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "first_chars",
     "is_plain",
     "literal_prefix",
+    "literal_strings",
     "may_match_empty",
     "rare_char",
     "split_lead",

@@ -15,7 +15,16 @@ import regex
 
 from respc.compiler.analysis.syntax import is_plain, parse
 
-__all__ = ["Unknown", "first_chars", "first_chars_of", "item_kind", "literal_prefix", "overlap", "sequence"]
+__all__ = [
+    "Unknown",
+    "first_chars",
+    "first_chars_of",
+    "item_kind",
+    "literal_prefix",
+    "literal_strings",
+    "overlap",
+    "sequence",
+]
 
 _CATEGORIES = {
     "CATEGORY_DIGIT": r"\d",
@@ -115,6 +124,47 @@ def literal_prefix(pattern: str) -> str:
             break
         prefix.append(chr(av))
     return "".join(prefix)
+
+
+def literal_strings(pattern: str, limit: int = 16) -> tuple[str, ...] | None:
+    r"""Every string `pattern` can match, when it is made only of literals, alternations, groups and
+    classes of literal characters and they are at most `limit` (a literal alternation such as
+    `<\|im_end\|>|<\|endoftext\|>`); None otherwise."""
+    if not is_plain(pattern):
+        return None
+    try:
+        items = parse(pattern)
+    except Exception:
+        return None
+
+    def expand(items: Any) -> list[str] | None:
+        found = [""]
+        for op, av in items:
+            kind = str(op)
+            if kind == "LITERAL":
+                options = [chr(av)]
+            elif kind == "IN" and all(str(k) == "LITERAL" for k, _ in av):
+                options = [chr(v) for _, v in av]
+            elif kind == "BRANCH":
+                options = []
+                for branch in av[1]:
+                    more = expand(branch)
+                    if more is None:
+                        return None
+                    options += more
+            elif kind == "SUBPATTERN" and not av[1] and not av[2]:  # a group without inline flags
+                options = expand(av[3])
+                if options is None:
+                    return None
+            else:
+                return None
+            found = [head + tail for head in found for tail in options]
+            if len(found) > limit:
+                return None
+        return found
+
+    found = expand(items)
+    return None if found is None else tuple(dict.fromkeys(found))
 
 
 def item_kind(item: str) -> tuple[str, str]:

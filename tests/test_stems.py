@@ -1,0 +1,125 @@
+"""Held partial delimiters that grow without a partial search (issue #17): a held text that stays a proper
+prefix of a stem (`Delimiter.stems`: a literal, a regex's literal strings or its literal prefix), or a run
+and then such a prefix for a lead-run delimiter (`respc.runtime.scan.lead_holds`), holds everything, as
+the oracle's partial search would. These tests check the analyses the stems come from and stream
+templates built to stress them against transformers under many chunkings: alternations with members
+inside others, prefixes written with and without escapes, runs before and inside stems."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import assert_same, chunkings, oracle_stream, respc_stream
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from respc.compiler.analysis import literal_strings
+from respc.compiler.plan import _written_first, plan_parser
+from respc.compiler.spec import load_template
+
+
+@pytest.mark.parametrize(
+    ("pattern", "strings"),
+    [
+        (r"(?:<\|im_end\|>|<\|endoftext\|>)", ("<|im_end|>", "<|endoftext|>")),
+        (r"<\|call\|>", ("<|call|>",)),
+        (r"(a|b)c", ("ac", "bc")),
+        (r"[xy]z", ("xz", "yz")),
+        (r"a*", None),
+        (r"</f>\s*</t>", None),
+        (r"(?i)abc", None),  # flags: not the plain syntax
+        (r"[a-z]", None),
+        ("|".join(f"<{i}>" for i in range(20)), None),  # more than 16
+    ],
+)
+def test_literal_strings(pattern: str, strings: tuple[str, ...] | None) -> None:
+    assert literal_strings(pattern) == strings
+
+
+def test_a_prefix_is_written_first_escaped_either_way() -> None:
+    prefix = "<|channel|>commentary to=functions."
+    assert _written_first(r"<\|channel\|>commentary to=functions\.(?P<name>\w+)", prefix)
+    assert _written_first(r"<\|channel\|>commentary\ to=functions\.(?P<name>\w+)", prefix)
+    assert not _written_first(r"(?:<\|channel\|>)commentary", "<|channel|>c")
+    assert not _written_first(r"\x3ca", "<a")  # another spelling: no stem (the partial search decides)
+
+
+def test_stems_of_each_kind() -> None:
+    plan = plan_parser(
+        load_template(
+            {
+                "start_anchor": "S",
+                "fields": {
+                    "a": {"open": ["<a|1>", "<a|12>", "|1"], "close": "</a>"},
+                    "b": {"open_pattern": r"\s*(?:<\|b\|>|<\|bb\|>)", "close_pattern": r"<c d>\w+"},
+                    "c": {"open_pattern": r"(?:x|xy)", "close": "</c>"},
+                },
+            }
+        )
+    )
+    stems = {(d.field, d.kind): d.stems for d in plan.delimiters}
+    assert stems[("a", "open")] == ("|1",)  # the others have '|1' inside: it would be found first
+    assert stems[("b", "open")] == ("<|b|>", "<|bb|>")
+    assert stems[("b", "close")] == ("<c d>",)  # a prefix, with a space
+    assert stems[("c", "open")] == ("x",)
+
+
+TEMPLATES = [
+    {
+        "start_anchor": "S",
+        "fields": {
+            "think": {"open": "<t>", "close": "</t>"},
+            "call": {
+                "open_pattern": r"\s*<call name=(?P<name>\w+)>",
+                "close_pattern": r"</call>\s*",
+                "repeats": True,
+            },
+            "content": {"close_pattern": r"\s*(?:<\|end\|>|<\|endoftext\|>|<\|e\|>)"},
+        },
+    },
+    {
+        "start_anchor": "S",
+        "fields": {
+            "a": {"open_pattern": r"[ \t]*(?:<x>|<xy>)", "close": "</x>"},
+            "b": {"open_pattern": r"\s*<b\ c>", "close_pattern": r"\s*</b>"},
+            "content": {"close": "<|e|>"},  # outside text is routed: where a hold starts shows
+        },
+    },
+]
+PIECES = [
+    "<t>",
+    "</t>",
+    "<call name=f>",
+    "<call name=",
+    "</call>",
+    "<|end|>",
+    "<|endoftext|>",
+    "<|e|>",
+    "<|en",
+    "<|endo",
+    "<x>",
+    "<xy>",
+    "</x>",
+    "<b c>",
+    "</b>",
+    "<b",
+    "<",
+    "|",
+    " ",
+    "\n",
+    "\t",
+    "\n\n",
+    "word",
+    "x",
+    "y",
+]
+
+
+@pytest.mark.parametrize("index", range(len(TEMPLATES)))
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=14), st.integers(0, 2**16))
+def test_streams_agree_with_transformers(index: int, pieces: list[str], seed: int) -> None:
+    template, text = TEMPLATES[index], "".join(pieces)
+    for chunks in chunkings(text, seed, random_splits=2):
+        assert_same(
+            respc_stream(template, "", chunks), oracle_stream(template, "", chunks), template, repr(chunks)
+        )

@@ -12,7 +12,8 @@ from conftest import assert_same, chunkings, oracle_stream, respc_stream
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from respc.compiler.analysis import literal_strings
+import respc
+from respc.compiler.analysis import lazy_tail, literal_strings
 from respc.compiler.plan import _written_first, plan_parser
 from respc.compiler.spec import load_template
 
@@ -33,6 +34,28 @@ from respc.compiler.spec import load_template
 )
 def test_literal_strings(pattern: str, strings: tuple[str, ...] | None) -> None:
     assert literal_strings(pattern) == strings
+
+
+@pytest.mark.parametrize(
+    ("pattern", "tail"),
+    [
+        (r"<\|c\|>to=f\.(?P<name>\w+).*?<\|m\|>", (r"<\|c\|>to=f\.(?P<name>\w+)", "<|m|>")),
+        (r"\s*<tool_call>.*?</x>", (r"\s*<tool_call>", "</x>")),
+        (r"a.*?b.*?c", ("a.*?b", "c")),  # the head may be lazy too: it looks at nothing past its match
+        (r"a\b.*?x", None),  # a boundary looks past the head's match
+        (r"a(?=b).*?c", None),
+        (r"(a)\1.*?x", None),
+        (r"(?:a|\bb).*?x", None),
+        (r"(?:a.*?b)", None),  # not at the top level
+        (r"a.*?(?:x|y)", None),  # not one literal
+        (r"\.*?x", None),  # an escaped dot
+        (r"a[.*?]x", None),
+        (r"a.*?", None),
+        (r".*?x", None),  # no head
+    ],
+)
+def test_lazy_tail(pattern: str, tail: tuple[str, str] | None) -> None:
+    assert lazy_tail(pattern) == tail
 
 
 def test_a_prefix_is_written_first_escaped_either_way() -> None:
@@ -72,6 +95,7 @@ TEMPLATES = [
                 "open_pattern": r"\s*<call name=(?P<name>\w+)>",
                 "close_pattern": r"</call>\s*",
                 "repeats": True,
+                "transform": {"name": "{name}", "body": "{content}"},
             },
             "content": {"close_pattern": r"\s*(?:<\|end\|>|<\|endoftext\|>|<\|e\|>)"},
         },
@@ -85,7 +109,44 @@ TEMPLATES = [
         },
     },
 ]
+TEMPLATES.append(
+    {  # harmony-like: a tool call's head, then anything lazily up to a literal
+        "start_anchor": "S",
+        "fields": {
+            "call": {
+                "open_pattern": r"<\|c\|>to=f\.(?P<name>\w+).*?<\|m\|>",
+                "close": "<|call|>",
+                "repeats": True,
+                "transform": {"name": "{name}", "body": "{content}"},
+            },
+            "lead": {
+                "open_pattern": r"\s*<t>(?P<k>[a-z]+).*?</h>",
+                "close": "</t>",
+                "transform": {"k": "{k}", "body": "{content}"},
+            },
+            "content": {"close": "<|end|>"},
+        },
+    }
+)
 PIECES = [
+    "<|c|>to=f.get<|m|>",  # whole delimiters of the harmony-like template, with text after the head
+    "<|c|>to=f.get <|x|>json<|m|>{}<|call|>",
+    "<|c|>to=f.get <|m",
+    "\n<t>ab zz</h>q</t>",
+    "<t>ab</h",
+    "<|c|>to=f.",
+    "<|c|>to=f",
+    "get",
+    "<|m|>",
+    "<|m",
+    "|>",
+    "<|call|>",
+    "<t>",
+    "</h>",
+    "</t>",
+    "<|",
+    ".",
+    "_",
     "<t>",
     "</t>",
     "<call name=f>",
@@ -119,6 +180,7 @@ PIECES = [
 @given(st.lists(st.sampled_from(PIECES), max_size=14), st.integers(0, 2**16))
 def test_streams_agree_with_transformers(index: int, pieces: list[str], seed: int) -> None:
     template, text = TEMPLATES[index], "".join(pieces)
+    respc.compile_template(template)  # each template is valid: an invalid one would compare only errors
     for chunks in chunkings(text, seed, random_splits=2):
         assert_same(
             respc_stream(template, "", chunks), oracle_stream(template, "", chunks), template, repr(chunks)

@@ -21,6 +21,7 @@ from respc.compiler.analysis import (
     empty_together,
     first_chars,
     is_plain,
+    lazy_tail,
     literal_prefix,
     literal_strings,
     may_match_empty,
@@ -120,6 +121,12 @@ class Delimiter:
         if strings and all(strings):
             return _outermost(strings)
         return (self.prefix,) if self.prefix and _written_first(searched, self.prefix) else ()
+
+    @property
+    def tail(self) -> tuple[str, str] | None:
+        """`(head, literal)` of a regex written `head.*?literal` (`lazy_tail`): a held partial match of it
+        is then tested with `str.find` of the literal once the head has matched."""
+        return None if self.anchor.literals is not None else lazy_tail(self.anchor.pattern)
 
     @property
     def prefix_const(self) -> str:

@@ -32,7 +32,7 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from respc.runtime.contract import check_contract
-from respc.runtime.scan import LazyRegex, lead_holds, partial_at, run_start
+from respc.runtime.scan import LazyRegex, held_pattern, lead_holds, partial_at, run_start
 from respc.runtime.tools import coerce_tool_calls, tool_params
 
 TYPE_CHECKING = False  # typing costs ~5 ms to import: keep it off a generated module's import path
@@ -79,9 +79,23 @@ class CompiledParser:
     # End-of-stream scans for a pass over a long text, by the scan they replace (modules generated before
     # they were added, and templates without a literal worth it, have none).
     FAR_SCANS: ClassVar[dict | None] = None
+    _REGEX_STEM_PREFIXES: ClassVar[frozenset[str]] = frozenset()  # set when the class is created
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        states = cls.__dict__.get("STATES")
+        if states:
+            # The proper prefixes of regex delimiters' stems that are no literal's: held text that is one
+            # is the regex's partial match, which, once the text stops being a stem's prefix, its partial
+            # search settles (`_stem_pattern`); a set lookup spares that search for the others, which a
+            # full pass settles anyway.
+            regex = {
+                stem for state in states.values() for p in state.partials for stem in getattr(p, "stems", ())
+            }
+            literal = {stem for state in states.values() for stem in state.stems} - regex
+            cls._REGEX_STEM_PREFIXES = frozenset(stem[:k] for stem in regex for k in range(1, len(stem))) - {
+                stem[:k] for stem in literal for k in range(1, len(stem))
+            }
         check_contract(cls)
 
     @classmethod
@@ -285,15 +299,26 @@ class CompiledParser:
                     self._held = grown
                     return []
             pattern = self._held_pattern
+            if pattern is None and held in self._REGEX_STEM_PREFIXES:
+                # Held as a stem's proper prefix, and no longer one: a regex delimiter's stem may be
+                # complete, which its partial search tells more cheaply than a full pass.
+                pattern = self._stem_pattern(held)
             if pattern is not None:
                 if pattern.lead is not None and lead_holds(pattern, grown):
                     self._buf += text
+                    self._held = grown
+                    return []
+                literal = pattern.literal
+                if literal is not None and literal not in grown:
+                    self._buf += text  # the head has matched: a partial match until the literal comes
                     self._held = grown
                     return []
                 buf = self._buf + text
                 if partial_at(pattern, buf, self._pos):
                     self._buf = buf
                     self._held = grown
+                    if pattern.head is not None:
+                        self._held_pattern = held_pattern(pattern, buf, self._pos)
                     return []
         elif (
             self._stems
@@ -346,11 +371,13 @@ class CompiledParser:
         rest = text[cut:] if cut else text
         for stem in self._stems:
             if len(stem) > len(rest) and stem.startswith(rest):
-                pattern = self._stem_pattern(stem)
+                pattern = None  # (the held path finds the pattern whose stem it is, if it needs it)
                 break
         else:
             first = self._start_char
-            pattern = self._lead_pattern(rest) if first is None or first in rest else None
+            pattern = (
+                self._lead_pattern(rest) if self._partials and (first is None or first in rest) else None
+            )
             if pattern is None:
                 return None
         self._buf = buf
@@ -390,18 +417,22 @@ class CompiledParser:
             self._discard = not self._runs and self._pos == len(self._buf) and not self._empty_open
         if self._pos < len(self._buf) and (self._stems or self._partials):
             rest = self._buf[self._pos :]
-            stem = next(
-                (stem for stem in self._stems if len(stem) > len(rest) and stem.startswith(rest)), None
-            )
-            if stem is not None:
-                self._held, self._held_pattern = rest, self._stem_pattern(stem)
+            for stem in self._stems:
+                if len(stem) > len(rest) and stem.startswith(rest):
+                    self._held = rest
+                    self._held_pattern = None
+                    break
             else:
                 # The regex delimiter whose partial match holds the text, if one does: the next feed
-                # checks only it.
-                lead = self._lead_pattern(rest)
-                for pattern in self._partials if lead is None else (lead,):
-                    if pattern is lead or partial_at(pattern, self._buf, self._pos):
-                        self._held, self._held_pattern = rest, pattern
+                # checks only it (without a search while `lead_holds`).
+                for pattern in self._partials:
+                    if (pattern.lead is not None and lead_holds(pattern, rest)) or partial_at(
+                        pattern, self._buf, self._pos
+                    ):
+                        self._held = rest
+                        self._held_pattern = (
+                            pattern if pattern.head is None else held_pattern(pattern, self._buf, self._pos)
+                        )
                         break
         return events
 
@@ -412,14 +443,23 @@ class CompiledParser:
                 return pattern
         return None
 
-    def _stem_pattern(self, stem: str) -> Any:
-        """The watched regex delimiter `stem` is a stem of, if any: held text that is a proper prefix of it
-        is that pattern's partial match, and once the stem is complete the next feed tests only it (the
-        partial search) instead of a full pass."""
-        for pattern in self._partials:
-            if stem in pattern.stems:
-                return pattern
-        return None
+    def _stem_pattern(self, held: str) -> Any:
+        """The watched regex delimiter that every stem `held` is a proper prefix of belongs to, if one
+        does: the held text is that pattern's partial match, and once the stem is complete the next feed
+        tests only it (the partial search) instead of a full pass. None when a literal's stem (or another
+        pattern's) is among them: which one completes is the full pass's to find."""
+        owner = None
+        for stem in self._stems:
+            if len(stem) > len(held) and stem.startswith(held):
+                for pattern in self._partials:
+                    if stem in pattern.stems:
+                        break
+                else:
+                    return None
+                if owner is not None and owner is not pattern:
+                    return None
+                owner = pattern
+        return owner
 
     def _skips_scan(self, text: str) -> bool:
         """Whether no watched delimiter can start in `text` nor complete in the held text: nothing is held,

@@ -22,8 +22,10 @@ __all__ = [
     "RUN_SPACE",
     "RUN_SPACE_TAB",
     "RUN_WHITESPACE",
+    "AfterHead",
     "LazyRegex",
     "SearchTimeout",
+    "held_pattern",
     "lead_holds",
     "partial_at",
     "partial_start",
@@ -73,6 +75,11 @@ class LazyRegex:
     stems: tuple[str, ...] = ()
     lead: frozenset[str] | None = None
     longest = 0  # the longest stem: held text longer than it is not worth `lead_holds`'s test
+    # A pattern written `head.*?literal` declares both (`respc.compiler.analysis.lazy_tail`): once the head
+    # has matched where a held partial match starts, `after_head` stands for the pattern (`AfterHead`).
+    head: LazyRegex | None = None
+    after_head: AfterHead | None = None
+    literal: str | None = None  # (an `AfterHead`'s)
 
     def __init__(
         self,
@@ -80,6 +87,7 @@ class LazyRegex:
         dotall: bool = True,
         stems: tuple[str, ...] = (),
         lead: frozenset[str] | None = None,
+        tail: tuple[str, str] | None = None,
     ) -> None:
         self.pattern = pattern
         self.dotall = dotall
@@ -87,6 +95,9 @@ class LazyRegex:
             self.stems = stems
             self.longest = max(map(len, stems))
             self.lead = lead
+        if tail is not None:
+            self.head = LazyRegex(tail[0], dotall)
+            self.after_head = AfterHead(self, tail[1])
 
     def compiled(self) -> Any:
         """The compiled `regex` pattern (imports `regex` and compiles on the first call)."""
@@ -109,6 +120,46 @@ class LazyRegex:
 
     def __repr__(self) -> str:
         return f"LazyRegex({self.pattern!r}{'' if self.dotall else ', dotall=False'})"
+
+
+class AfterHead:
+    """A held partial match of a pattern `head.*?literal` (DOTALL) whose head has matched at its start.
+
+    The head looks at nothing past its own match, so it stays matched whatever follows, and `.*?` takes
+    any text: the held text is a partial match while the literal does not occur in it (and no complete
+    match can start later, since each one holds the literal). The parser holds such text with one
+    `str.find` instead of a partial search, and falls back to the search (`search` is the pattern's)
+    once the literal is there.
+    """
+
+    __slots__ = ("literal", "whole")
+    stems: tuple[str, ...] = ()  # the attributes the parser reads of every held pattern
+    lead = None
+    head = None
+    after_head = None
+
+    def __init__(self, whole: LazyRegex, literal: str) -> None:
+        self.whole = whole
+        self.literal = literal
+
+    @property
+    def pattern(self) -> str:
+        return self.whole.pattern
+
+    def search(self, *args: Any) -> Any:
+        return self.whole.search(*args)
+
+    def __repr__(self) -> str:
+        return f"AfterHead({self.whole!r})"
+
+
+def held_pattern(pattern: Any, buf: str, pos: int) -> Any:
+    """The pattern to remember for text held from `pos` as its partial match: its `after_head` once the
+    head has matched there (one `regex` match), else the pattern itself."""
+    head = pattern.head
+    if head is not None and head.match(buf, pos) is not None:
+        return pattern.after_head
+    return pattern
 
 
 def lead_holds(pattern: Any, held: str) -> bool:

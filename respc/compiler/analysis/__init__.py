@@ -18,7 +18,7 @@ from respc.compiler.analysis.backtracking import backtracking_risk
 from respc.compiler.analysis.empty import empty_together, may_match_empty
 from respc.compiler.analysis.lead import split_lead
 from respc.compiler.analysis.rare import rare_char
-from respc.compiler.analysis.starts import first_chars, literal_prefix, literal_strings
+from respc.compiler.analysis.starts import first_chars, lazy_tail, literal_prefix, literal_strings
 from respc.compiler.analysis.syntax import is_plain
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "empty_together",
     "first_chars",
     "is_plain",
+    "lazy_tail",
     "literal_prefix",
     "literal_strings",
     "may_match_empty",

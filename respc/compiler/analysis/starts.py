@@ -20,6 +20,7 @@ __all__ = [
     "first_chars",
     "first_chars_of",
     "item_kind",
+    "lazy_tail",
     "literal_prefix",
     "literal_strings",
     "overlap",
@@ -165,6 +166,46 @@ def literal_strings(pattern: str, limit: int = 16) -> tuple[str, ...] | None:
 
     found = expand(items)
     return None if found is None else tuple(dict.fromkeys(found))
+
+
+_LOOKING = {"AT", "ASSERT", "ASSERT_NOT", "GROUPREF", "GROUPREF_EXISTS"}
+
+
+def _looks_around(items: Any) -> bool:
+    """Whether the parse `items` hold an anchor, a boundary, a lookaround or a back-reference anywhere."""
+    for op, av in items:
+        if str(op) in _LOOKING:
+            return True
+        for part in av if isinstance(av, (list, tuple)) else ():
+            if hasattr(part, "data") and _looks_around(part.data):
+                return True
+            if isinstance(part, list) and any(hasattr(p, "data") and _looks_around(p.data) for p in part):
+                return True
+    return False
+
+
+def lazy_tail(pattern: str) -> tuple[str, str] | None:
+    """`(head, literal)` when `pattern` is written `head.*?literal` (matched with DOTALL): a head that
+    looks at nothing but the text it matches (no anchor, boundary, lookaround or back-reference, so a
+    match of it at a position stays one whatever follows), then a lazy run of anything, then a literal.
+    Once the head has matched where a held partial match starts, the held text stays a partial match (or
+    a complete one up to its end) while the literal does not occur in it. None for any other pattern."""
+    at = pattern.rfind(".*?")
+    if at <= 0 or not is_plain(pattern):
+        return None
+    head, rest = pattern[:at], pattern[at + 3 :]
+    strings = literal_strings(rest)
+    if not strings or len(strings) != 1 or not strings[0]:
+        return None
+    try:
+        whole, items = parse(pattern), parse(head)
+    except Exception:
+        return None
+    # The split must be the parse's: `head` a whole pattern, then `.*?`, then the literal, at the top.
+    expected = [*items.data, *parse(".*?").data, *parse(rest).data]
+    if repr(list(whole.data)) != repr(expected) or not items.data or _looks_around(items.data):
+        return None
+    return head, strings[0]
 
 
 def item_kind(item: str) -> tuple[str, str]:

@@ -578,16 +578,17 @@ class CompiledParser:
         # While more than _FAR_TEXT characters remain, the scans that find literals from a rare character
         # (they make one or two `str.find` calls more per search, which cost more than they save on
         # short texts).
-        far = self.FAR_SCANS if eos and len(buf) - pos > _FAR_TEXT else None
-        far_until = len(buf) - _FAR_TEXT
+        far = far_until = None
+        if eos and self.FAR_SCANS is not None and len(buf) - pos > _FAR_TEXT:
+            far, far_until = self.FAR_SCANS, len(buf) - _FAR_TEXT
         while True:
-            if eos:
-                scan = self._end_scan
-                if far is not None and pos < far_until:
-                    scan = far.get(scan, scan)
-                commit = scan(buf, pos) if memo is None else scan(buf, pos, memo)
-            else:
+            if not eos:
                 commit, hold = self._scan(buf, pos)
+            elif far is None or pos >= far_until:
+                commit = self._end_scan(buf, pos) if memo is None else self._end_scan(buf, pos, memo)
+            else:
+                scan = far.get(self._end_scan, self._end_scan)
+                commit = scan(buf, pos) if memo is None else scan(buf, pos, memo)
             if commit is None:
                 break
             start, end, is_open, name, match = commit

@@ -95,3 +95,39 @@ def test_closing_early_stops_the_workers() -> None:
     assert _children() - before  # the workers run
     results.close()
     assert _children() - before == set()
+
+
+@pytest.mark.parametrize("workers", [0, -1, 1.5, "2"])
+def test_workers_must_be_a_positive_integer(workers: object) -> None:
+    with pytest.raises(ValueError, match="workers must be a positive integer"):
+        list(ordered_map(_square_slowly, range(3), workers=workers))  # type: ignore[arg-type]
+
+
+def _exit_on_three(item: int) -> int:
+    if item == 3:
+        raise SystemExit(3)
+    return item
+
+
+def test_sys_exit_in_the_function_is_reported_not_a_dead_worker() -> None:
+    got = []
+    with pytest.raises(RuntimeError, match=r"called sys.exit\(3\) in a worker"):
+        for value in ordered_map(_exit_on_three, range(10), workers=2):
+            got.append(value)
+    assert got == [0, 1, 2]
+
+
+class _NeedsTwo(Exception):
+    """Pickles (as its args) but cannot be rebuilt from them: unpickling calls __init__ with one."""
+
+    def __init__(self, first: str, second: str) -> None:
+        super().__init__(f"{first} and {second}")
+
+
+def _raise_needs_two(item: int) -> int:
+    raise _NeedsTwo("a", str(item))
+
+
+def test_an_exception_that_cannot_be_rebuilt_is_reported_by_name() -> None:
+    with pytest.raises(RuntimeError, match="_NeedsTwo: a and 0"):
+        list(ordered_map(_raise_needs_two, range(2), workers=1))

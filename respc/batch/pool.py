@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import multiprocessing
+import pickle
 import queue
 import signal
 import threading
@@ -47,6 +48,8 @@ def ordered_map(
     An exception raised by `function` (or `initializer`) in a worker is raised here; a worker that dies
     (killed, out of memory) fails the run with `WorkerDied`. Closing the iterator early stops the workers.
     """
+    if not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a positive integer, got {workers!r}")
     context = multiprocessing.get_context("fork")  # workers find what the parent compiled in its cache
     processes: list[Any] = []
     results: list[Connection] = []
@@ -170,6 +173,10 @@ def _serve(
             value = function(item)
         except Exception as error:
             _answer(results, False, error)
+        except SystemExit as error:
+            # `sys.exit` in the function: the worker would end and the run fail as if it was killed.
+            # Reported as what it was instead (not raised as SystemExit: the caller's process goes on).
+            _answer(results, False, RuntimeError(f"the function called sys.exit({error.code!r}) in a worker"))
         else:
             _answer(results, True, value)
 
@@ -177,6 +184,8 @@ def _serve(
 def _answer(results: Connection, ok: bool, value: Any) -> None:
     try:
         payload = ForkingPickler.dumps((ok, value))
+        if not ok:
+            pickle.loads(payload)  # an exception that pickles may still not unpickle (required arguments)
     except Exception as error:  # an exception (or a value) that cannot be pickled: say what it was
         payload = ForkingPickler.dumps((False, RuntimeError(f"{type(value).__name__}: {value} ({error})")))
     results.send_bytes(payload)

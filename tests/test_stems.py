@@ -185,3 +185,32 @@ def test_streams_agree_with_transformers(index: int, pieces: list[str], seed: in
         assert_same(
             respc_stream(template, "", chunks), oracle_stream(template, "", chunks), template, repr(chunks)
         )
+
+
+CODE = ["if a < b", " and c <= d:", "\n    x = v<w>", "\n<br/> </ >", " <thin> </thinking>"]
+
+
+def test_chunks_with_start_characters_but_no_starter_skip_the_scan() -> None:
+    """Code in a region: `<` in every chunk, but no delimiter's start (no starter in it, no suffix a
+    starter's proper prefix). With nothing held, each is routed without a full pass (`_starts_nothing`),
+    with the oracle's events."""
+    template = {
+        "start_anchor": "S",
+        "fields": {"think": {"open": "<think>", "close": "</think>"}, "content": {"close": "<|end|>"}},
+    }
+    chunks = ["<think>", *CODE, "</think>", *CODE, "<|end|>"]
+    assert_same(
+        respc_stream(template, "", chunks), oracle_stream(template, "", chunks), template, repr(chunks)
+    )
+    for text in ("".join(chunks), "".join(chunks)[::-1]):  # and split anyhow
+        for split in chunkings(text, 3):
+            assert_same(
+                respc_stream(template, "", split), oracle_stream(template, "", split), template, repr(split)
+            )
+    parser = respc.compile_template(template).ResponseParser("")
+    passes = []
+    process = parser._process
+    parser._process = lambda events, eos: (passes.append(eos), process(events, eos))[1]  # type: ignore[method-assign]
+    for chunk in chunks:
+        parser.feed(chunk)
+    assert len(passes) == 3  # the three delimiters' chunks; none of the code's

@@ -123,6 +123,20 @@ class Delimiter:
         return (self.prefix,) if self.prefix and _written_first(searched, self.prefix) else ()
 
     @property
+    def starters(self) -> tuple[str, ...]:
+        """Texts one of which every match (of the part after the lead run) starts with: a literal list's
+        members, a regex's literal strings or its literal prefix (no lookbehind: a match then depends
+        on nothing before it); () when unknown. Unlike `stems`, complete, and not reduced."""
+        if self.anchor.literals is not None:
+            return self.literals
+        if _LOOKS_BACK.search(self.anchor.pattern):
+            return ()
+        strings = literal_strings(self.rest or self.anchor.pattern)
+        if strings and all(strings):
+            return strings
+        return (self.prefix,) if self.prefix else ()
+
+    @property
     def tail(self) -> tuple[str, str] | None:
         """`(head, literal)` of a regex written `head.*?literal` (`lazy_tail`): a held partial match of it
         is then tested with `str.find` of the literal once the head has matched."""
@@ -218,6 +232,19 @@ class State:
         one cannot commit or route anything (the runtime's held-prefix path)."""
         found = {stem for d in self.watches for stem in d.stems}
         return tuple(sorted(found, key=lambda stem: (-len(stem), stem)))
+
+    @property
+    def starters(self) -> tuple[str, ...]:
+        """Texts that every match of every watched delimiter starts with (after its lead run), when each
+        has some (`Delimiter.starters`), else (): a chunk in which none occurs and no suffix is a proper
+        prefix of one starts no match and no partial match, so nothing held, it is routed without a
+        scan (the runtime's skip path, for chunks that hold the start character)."""
+        found: set[str] = set()
+        for d in self.watches:
+            if not d.starters:
+                return ()
+            found.update(d.starters)
+        return tuple(sorted(found, key=lambda text: (-len(text), text)))
 
     @property
     def partials(self) -> tuple[str, ...]:

@@ -231,24 +231,28 @@ class ResponseParser(CompiledParser):
             end_scan=_end_outside,
             start_char="<",
             stems=("<|START_RESPONSE|>", "<|START_THINKING|>", "<|START_ACTION|>"),
+            starters=("<|START_RESPONSE|>", "<|START_THINKING|>", "<|START_ACTION|>"),
         ),
         "content": State(
             scan=_scan_content,
             end_scan=_end_content,
             start_char="<",
             stems=("<|END_OF_TURN_TOKEN|>", "<|END_RESPONSE|>"),
+            starters=("<|END_OF_TURN_TOKEN|>", "<|END_RESPONSE|>"),
         ),
         "reasoning_content": State(
             scan=_scan_reasoning_content,
             end_scan=_end_reasoning_content,
             start_char="<",
             stems=("<|END_THINKING|>",),
+            starters=("<|END_THINKING|>",),
         ),
         "tool_calls": State(
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             start_char="<",
             stems=("<|END_ACTION|>",),
+            starters=("<|END_ACTION|>",),
             dirty=True,
         ),
     }

@@ -230,6 +230,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_tool_calls,
             start_char="\n",
             stems=("\n```<｜tool▁call▁end｜>",),
+            starters=("\n```<｜tool▁call▁end｜>",),
             dirty=True,
         ),
     }

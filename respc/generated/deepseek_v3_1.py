@@ -311,13 +311,18 @@ class ResponseParser(CompiledParser):
             ),
         ),
         "reasoning_content": State(
-            scan=_scan_reasoning_content, end_scan=_end_reasoning_content, start_char="<", stems=("</think>",)
+            scan=_scan_reasoning_content,
+            end_scan=_end_reasoning_content,
+            start_char="<",
+            stems=("</think>",),
+            starters=("</think>",),
         ),
         "tool_calls": State(
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             start_char="<",
             stems=("<｜tool▁call▁end｜>",),
+            starters=("<｜tool▁call▁end｜>",),
             dirty=True,
         ),
     }

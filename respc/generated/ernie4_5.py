@@ -290,7 +290,11 @@ class ResponseParser(CompiledParser):
             partials=(REASONING_CONTENT_OPEN_RE,),
         ),
         "reasoning_content": State(
-            scan=_scan_reasoning_content, end_scan=_end_reasoning_content, start_char="<", stems=("</think>",)
+            scan=_scan_reasoning_content,
+            end_scan=_end_reasoning_content,
+            start_char="<",
+            stems=("</think>",),
+            starters=("</think>",),
         ),
         "content": State(
             scan=_scan_content, end_scan=_end_content, starts=_CONTENT_STARTS, partials=(CONTENT_CLOSE_RE,)
@@ -300,6 +304,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_tool_calls,
             start_char="<",
             stems=("</tool_call>",),
+            starters=("</tool_call>",),
             dirty=True,
         ),
     }

@@ -192,6 +192,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_tool_calls,
             start_char="<",
             stems=("<end_of_turn>", "<eos>"),
+            starters=("<end_of_turn>", "<eos>"),
             dirty=True,
         ),
     }

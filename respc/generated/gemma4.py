@@ -280,18 +280,21 @@ class ResponseParser(CompiledParser):
             start_char="<",
             stems=("<|channel>thought\n", "<|tool_call>call:", "<|tool_response>", "<turn|>", "<eos>"),
             partials=(TOOL_CALLS_OPEN_RE,),
+            starters=("<|channel>thought\n", "<|tool_call>call:", "<|tool_response>", "<turn|>", "<eos>"),
         ),
         "reasoning_content": State(
             scan=_scan_reasoning_content,
             end_scan=_end_reasoning_content,
             start_char="<",
             stems=("<channel|>",),
+            starters=("<channel|>",),
         ),
         "tool_calls": State(
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             start_char="<",
             stems=("<tool_call|>",),
+            starters=("<tool_call|>",),
             dirty=True,
         ),
     }

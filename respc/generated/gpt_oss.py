@@ -329,21 +329,32 @@ class ResponseParser(CompiledParser):
                 "<|channel|>final<|message|>",
             ),
             partials=(TOOL_CALLS_OPEN_RE,),
+            starters=(
+                "<|channel|>commentary to=functions.",
+                "<|channel|>analysis<|message|>",
+                "<|channel|>final<|message|>",
+            ),
         ),
         "reasoning_content": State(
-            scan=_scan_reasoning_content, end_scan=_end_reasoning_content, start_char="<", stems=("<|end|>",)
+            scan=_scan_reasoning_content,
+            end_scan=_end_reasoning_content,
+            start_char="<",
+            stems=("<|end|>",),
+            starters=("<|end|>",),
         ),
         "content": State(
             scan=_scan_content,
             end_scan=_end_content,
             start_char="<",
             stems=("<|return|>", "<|call|>", "<|end|>"),
+            starters=("<|return|>", "<|call|>", "<|end|>"),
         ),
         "tool_calls": State(
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             start_char="<",
             stems=("<|return|>", "<|call|>"),
+            starters=("<|return|>", "<|call|>"),
             dirty=True,
         ),
     }

@@ -276,15 +276,28 @@ class ResponseParser(CompiledParser):
                 TOOL_CALLS_OPEN_WHOLE,
                 CONTENT_CLOSE_WHOLE,
             ),
+            starters=(
+                "<|end_of_text|>",
+                "<|tool_call|>",
+                "</response>",
+                "<tool_call>",
+                "<response>",
+                "<think>",
+            ),
         ),
         "reasoning_content": State(
-            scan=_scan_reasoning_content, end_scan=_end_reasoning_content, start_char="<", stems=("</think>",)
+            scan=_scan_reasoning_content,
+            end_scan=_end_reasoning_content,
+            start_char="<",
+            stems=("</think>",),
+            starters=("</think>",),
         ),
         "tool_calls": State(
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             start_char="<",
             stems=("<|end_of_text|>",),
+            starters=("<|end_of_text|>",),
             dirty=True,
         ),
     }

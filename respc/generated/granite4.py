@@ -237,12 +237,14 @@ class ResponseParser(CompiledParser):
                 TOOL_CALLS_OPEN_WHOLE,
                 CONTENT_CLOSE_WHOLE,
             ),
+            starters=("<|end_of_text|>", "<tool_call>"),
         ),
         "tool_calls": State(
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             start_char="<",
             stems=("</tool_call>",),
+            starters=("</tool_call>",),
             dirty=True,
         ),
     }

@@ -262,15 +262,21 @@ class ResponseParser(CompiledParser):
             end_scan=_end_reasoning_content,
             start_char="<",
             stems=("<|end_message|>",),
+            starters=("<|end_message|>",),
         ),
         "content": State(
-            scan=_scan_content, end_scan=_end_content, start_char="<", stems=("<|end_message|>",)
+            scan=_scan_content,
+            end_scan=_end_content,
+            start_char="<",
+            stems=("<|end_message|>",),
+            starters=("<|end_message|>",),
         ),
         "tool_calls": State(
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             start_char="<",
             stems=("<|end_message|>",),
+            starters=("<|end_message|>",),
             dirty=True,
         ),
     }

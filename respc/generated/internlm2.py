@@ -198,12 +198,14 @@ class ResponseParser(CompiledParser):
                 TOOL_CALLS_OPEN_WHOLE,
                 CONTENT_CLOSE_WHOLE,
             ),
+            starters=("<|action_start|><|plugin|>", "<|im_end|>"),
         ),
         "tool_calls": State(
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             start_char="<",
             stems=("<|action_end|>",),
+            starters=("<|action_end|>",),
             dirty=True,
         ),
     }

@@ -251,12 +251,14 @@ class ResponseParser(CompiledParser):
                 TOOL_CALLS_OPEN_WHOLE,
                 CONTENT_CLOSE_WHOLE,
             ),
+            starters=("<tool_calls>", "<|eom|>"),
         ),
         "tool_calls": State(
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             start_char="<",
             stems=("</tool_calls>",),
+            starters=("</tool_calls>",),
             dirty=True,
         ),
     }

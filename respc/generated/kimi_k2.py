@@ -276,6 +276,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_tool_calls,
             start_char="<",
             stems=("<|tool_call_end|>",),
+            starters=("<|tool_call_end|>",),
             dirty=True,
         ),
     }

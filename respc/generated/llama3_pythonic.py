@@ -192,6 +192,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_tool_calls,
             start_char="<",
             stems=("<|eom_id|>", "<|eot_id|>"),
+            starters=("<|eom_id|>", "<|eot_id|>"),
             dirty=True,
         ),
     }

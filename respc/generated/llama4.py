@@ -193,6 +193,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_tool_calls,
             start_char="<",
             stems=("<|python_end|>", "<|eom|>", "<|eot|>"),
+            starters=("<|python_end|>", "<|eom|>", "<|eot|>"),
             dirty=True,
         ),
     }

@@ -296,18 +296,21 @@ class ResponseParser(CompiledParser):
                 TOOL_CALLS_OPEN_WHOLE,
                 CONTENT_CLOSE_WHOLE,
             ),
+            starters=("<longcat_tool_call>", "<longcat_think>", "</longcat_s>"),
         ),
         "reasoning_content": State(
             scan=_scan_reasoning_content,
             end_scan=_end_reasoning_content,
             start_char="<",
             stems=("</longcat_think>",),
+            starters=("</longcat_think>",),
         ),
         "tool_calls": State(
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             start_char="<",
             stems=("</longcat_tool_call>",),
+            starters=("</longcat_tool_call>",),
             dirty=True,
         ),
     }

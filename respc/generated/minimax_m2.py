@@ -230,10 +230,19 @@ class ResponseParser(CompiledParser):
             ),
         ),
         "reasoning_content": State(
-            scan=_scan_reasoning_content, end_scan=_end_reasoning_content, start_char="<", stems=("</think>",)
+            scan=_scan_reasoning_content,
+            end_scan=_end_reasoning_content,
+            start_char="<",
+            stems=("</think>",),
+            starters=("</think>",),
         ),
         "tool_calls": State(
-            scan=_scan_tool_calls, end_scan=_end_tool_calls, start_char="<", stems=("</invoke>",), dirty=True
+            scan=_scan_tool_calls,
+            end_scan=_end_tool_calls,
+            start_char="<",
+            stems=("</invoke>",),
+            starters=("</invoke>",),
+            dirty=True,
         ),
     }
     FIELDS: ClassVar[dict] = {

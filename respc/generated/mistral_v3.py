@@ -180,7 +180,12 @@ class ResponseParser(CompiledParser):
             scan=_scan_outside, end_scan=_end_outside, starts=_OUTSIDE_STARTS, stems=("[TOOL_CALLS]", "</s>")
         ),
         "tool_calls": State(
-            scan=_scan_tool_calls, end_scan=_end_tool_calls, start_char="<", stems=("</s>",), dirty=True
+            scan=_scan_tool_calls,
+            end_scan=_end_tool_calls,
+            start_char="<",
+            stems=("</s>",),
+            starters=("</s>",),
+            dirty=True,
         ),
     }
     FIELDS: ClassVar[dict] = {

@@ -238,6 +238,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_tool_calls,
             start_char="<",
             stems=("<|endoftext|>", "<|end|>"),
+            starters=("<|endoftext|>", "<|end|>"),
             dirty=True,
         ),
     }

@@ -331,9 +331,14 @@ class ResponseParser(CompiledParser):
                 TOOL_CALLS_OPEN_WHOLE,
                 CONTENT_CLOSE_WHOLE,
             ),
+            starters=("<|endoftext|>", "<tool_call>", "<|im_end|>", "<think>"),
         ),
         "reasoning_content": State(
-            scan=_scan_reasoning_content, end_scan=_end_reasoning_content, start_char="<", stems=("</think>",)
+            scan=_scan_reasoning_content,
+            end_scan=_end_reasoning_content,
+            start_char="<",
+            stems=("</think>",),
+            starters=("</think>",),
         ),
         "tool_calls": State(
             scan=_scan_tool_calls,
@@ -341,6 +346,7 @@ class ResponseParser(CompiledParser):
             start_char="<",
             stems=("</function>",),
             partials=(TOOL_CALLS_CLOSE_RE,),
+            starters=("</function>",),
             dirty=True,
         ),
     }

@@ -307,18 +307,21 @@ class ResponseParser(CompiledParser):
                 TOOL_CALLS_OPEN_WHOLE,
                 CONTENT_CLOSE_WHOLE,
             ),
+            starters=("<seed:tool_call>", "<seed:think>", "<seed:eos>"),
         ),
         "reasoning_content": State(
             scan=_scan_reasoning_content,
             end_scan=_end_reasoning_content,
             start_char="<",
             stems=("</seed:think>",),
+            starters=("</seed:think>",),
         ),
         "tool_calls": State(
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             start_char="<",
             stems=("</seed:tool_call>",),
+            starters=("</seed:tool_call>",),
             dirty=True,
         ),
     }

@@ -210,15 +210,21 @@ class ResponseParser(CompiledParser):
             end_scan=_end_outside,
             start_char="<",
             stems=("<tool_call>", "<|im_end|>", "<think>"),
+            starters=("<tool_call>", "<|im_end|>", "<think>"),
         ),
         "reasoning_content": State(
-            scan=_scan_reasoning_content, end_scan=_end_reasoning_content, start_char="<", stems=("</think>",)
+            scan=_scan_reasoning_content,
+            end_scan=_end_reasoning_content,
+            start_char="<",
+            stems=("</think>",),
+            starters=("</think>",),
         ),
         "tool_calls": State(
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             start_char="<",
             stems=("</tool_call>",),
+            starters=("</tool_call>",),
             dirty=True,
         ),
     }

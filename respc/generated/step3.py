@@ -298,7 +298,11 @@ class ResponseParser(CompiledParser):
             ),
         ),
         "reasoning_content": State(
-            scan=_scan_reasoning_content, end_scan=_end_reasoning_content, start_char="<", stems=("</think>",)
+            scan=_scan_reasoning_content,
+            end_scan=_end_reasoning_content,
+            start_char="<",
+            stems=("</think>",),
+            starters=("</think>",),
         ),
         "tool_calls": State(
             scan=_scan_tool_calls,
@@ -306,6 +310,7 @@ class ResponseParser(CompiledParser):
             start_char="<",
             stems=("</steptml:invoke>",),
             partials=(TOOL_CALLS_CLOSE_RE,),
+            starters=("</steptml:invoke>",),
             dirty=True,
         ),
     }

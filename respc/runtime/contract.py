@@ -38,10 +38,23 @@ class State:
     with anywhere (its literals, a regex's literal prefix): held text that stays a proper prefix of one
     is a partial match, so the chunk that extends it is only added to the buffer; `partials` are the
     watched regex delimiters' whole patterns, for which the same holds while one still matches the held
-    text partially at its start.
+    text partially at its start. `starters` (with a `start_char`, which each of them starts with) are
+    texts that every match of every watched delimiter starts with (after its lead run): a chunk in
+    which none occurs and no suffix is a proper prefix of one, nothing held, is routed without a scan.
     """
 
-    __slots__ = ("dirty", "end_scan", "entered", "partials", "runs", "scan", "start_char", "starts", "stems")
+    __slots__ = (
+        "dirty",
+        "end_scan",
+        "entered",
+        "partials",
+        "runs",
+        "scan",
+        "start_char",
+        "starters",
+        "starts",
+        "stems",
+    )
 
     def __init__(
         self,
@@ -54,6 +67,7 @@ class State:
         dirty: bool = False,
         stems: tuple[str, ...] = (),
         partials: tuple[Any, ...] = (),
+        starters: tuple[str, ...] = (),
     ) -> None:
         self.scan = scan
         self.end_scan = end_scan
@@ -63,6 +77,7 @@ class State:
         self.dirty = dirty
         self.stems = stems
         self.partials = partials
+        self.starters = starters
         # What entering the state sets, in the order `CompiledParser._enter` unpacks it: one unpack
         # instead of eight attribute reads, since a whole-message parse changes state at every delimiter.
         self.entered = (scan, end_scan, start_char, starts, runs, dirty, stems, partials)

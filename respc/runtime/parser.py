@@ -224,7 +224,11 @@ class CompiledParser:
     def feed(self, text: str) -> list[dict]:
         """Consume the next piece of model output; returns the events it caused."""
         # Plain chunk (see the module docstring). str.find also makes a non-str chunk raise TypeError.
-        if self._plain and text and _find(text, self._start_char) < 0:
+        if (
+            self._plain
+            and text
+            and ((at := _find(text, self._start_char)) < 0 or self._starts_nothing(text, at))
+        ):
             self._buf = text  # the chunk is all the context the patterns can look back at
             self._pos = len(text)
             parts = self._parts  # `_route`'s append, inlined: this path is most of a stream's feeds
@@ -260,7 +264,9 @@ class CompiledParser:
                 if len(parts) >= self._parts_limit:
                     self._coalesce()
                 return [{"type": "region_chunk", "field": self._current, "text": text, "dirty": self._dirty}]
-            if _find(text, first) < 0 and (pieces or _find(self._buf, first, self._pos) < 0):
+            if ((at := _find(text, first)) < 0 or self._starts_nothing(text, at)) and (
+                pieces or _find(self._buf, first, self._pos) < 0
+            ):
                 cut = len(text)
                 while cut and text[cut - 1] in run:
                     cut -= 1
@@ -466,8 +472,12 @@ class CompiledParser:
         or (when lead runs are watched) the held text is such a run, holding no start character either."""
         first = self._start_char
         if first is not None:
-            if _find(text, first) >= 0:
-                return False
+            at = _find(text, first)
+            if at >= 0:
+                if self._pos == len(self._buf):
+                    return self._starts_nothing(text, at)
+                grown = self._buf[self._pos :] + text  # the held text too: nothing may start in either
+                return self._starts_nothing(grown, _find(grown, first))
         elif self._starts is None or self._starts.search(text) is not None:
             return False
         buf, pos = self._buf, self._pos
@@ -476,6 +486,28 @@ class CompiledParser:
         if not self._runs:
             return False  # held text is a partial delimiter the chunk may complete
         return _find(buf, first, pos) < 0 if first is not None else self._starts.search(buf, pos) is None
+
+    def _starts_nothing(self, text: str, at: int) -> bool:
+        """Whether no match and no partial match of a watched delimiter starts in `text` (the text from the
+        scan position to the end of the buffer, whose first start character is at `at`), by the state's
+        `starters`: every match starts (after its lead run) with one, so one that starts in the text
+        either holds a whole starter or runs to its end as a proper prefix of one, which then starts at
+        a start character. The oracle's pass then routes it all (a lead run at the end is held by
+        `_route_skipping_scan`)."""
+        starters = self.STATES[self._current].starters
+        if not starters:
+            return False
+        for starter in starters:
+            if starter in text:
+                return False
+        first = self._start_char
+        while at >= 0:
+            rest = text[at:]
+            for starter in starters:
+                if len(starter) > len(rest) and starter.startswith(rest):
+                    return False
+            at = _find(text, first, at + 1)
+        return True
 
     def _route_skipping_scan(self, events: list[dict], text: str) -> None:
         """No watched delimiter can start in the chunk (nor complete in the held text): the oracle's pass

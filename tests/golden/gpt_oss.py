@@ -288,11 +288,33 @@ class ResponseParser(CompiledParser):
                 "<|channel|>final<|message|>",
             ),
             partials=(TOOL_CALLS_OPEN_RE,),
+            starters=(
+                "<|channel|>commentary to=functions.",
+                "<|channel|>analysis<|message|>",
+                "<|channel|>final<|message|>",
+            ),
         ),
-        "thinking": State(scan=_scan_thinking, end_scan=_end_thinking, start_char="<", stems=("<|end|>",)),
-        "content": State(scan=_scan_content, end_scan=_end_content, start_char="<", stems=("<|end|>",)),
+        "thinking": State(
+            scan=_scan_thinking,
+            end_scan=_end_thinking,
+            start_char="<",
+            stems=("<|end|>",),
+            starters=("<|end|>",),
+        ),
+        "content": State(
+            scan=_scan_content,
+            end_scan=_end_content,
+            start_char="<",
+            stems=("<|end|>",),
+            starters=("<|end|>",),
+        ),
         "tool_calls": State(
-            scan=_scan_tool_calls, end_scan=_end_tool_calls, start_char="<", stems=("<|call|>",), dirty=True
+            scan=_scan_tool_calls,
+            end_scan=_end_tool_calls,
+            start_char="<",
+            stems=("<|call|>",),
+            starters=("<|call|>",),
+            dirty=True,
         ),
     }
     FIELDS: ClassVar[dict] = {

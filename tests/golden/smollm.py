@@ -210,13 +210,21 @@ class ResponseParser(CompiledParser):
             end_scan=_end_outside,
             start_char="<",
             stems=("<tool_call>", "<|im_end|>", "<think>"),
+            starters=("<tool_call>", "<|im_end|>", "<think>"),
         ),
-        "thinking": State(scan=_scan_thinking, end_scan=_end_thinking, start_char="<", stems=("</think>",)),
+        "thinking": State(
+            scan=_scan_thinking,
+            end_scan=_end_thinking,
+            start_char="<",
+            stems=("</think>",),
+            starters=("</think>",),
+        ),
         "tool_calls": State(
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             start_char="<",
             stems=("</tool_call>",),
+            starters=("</tool_call>",),
             dirty=True,
         ),
     }

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import respc
 from respc.compiler.analysis import lazy_tail, literal_strings
-from respc.compiler.plan import _written_first, plan_parser
+from respc.compiler.plan import plan_parser
 from respc.compiler.spec import load_template
 
 
@@ -58,12 +58,20 @@ def test_lazy_tail(pattern: str, tail: tuple[str, str] | None) -> None:
     assert lazy_tail(pattern) == tail
 
 
-def test_a_prefix_is_written_first_escaped_either_way() -> None:
-    prefix = "<|channel|>commentary to=functions."
-    assert _written_first(r"<\|channel\|>commentary to=functions\.(?P<name>\w+)", prefix)
-    assert _written_first(r"<\|channel\|>commentary\ to=functions\.(?P<name>\w+)", prefix)
-    assert not _written_first(r"(?:<\|channel\|>)commentary", "<|channel|>c")
-    assert not _written_first(r"\x3ca", "<a")  # another spelling: no stem (the partial search decides)
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        r"<\|c\|>to f\.(?P<name>\w+)",  # a space as itself
+        r"<\|c\|>to\ f\.(?P<name>\w+)",  # escaped, as `regex.escape` writes it (this hid gpt-oss's stem)
+        r"\x3c\|c\|>to f\.(?P<name>\w+)",  # another spelling of '<'
+        r"(?:<\|c\|>)to f\.(?P<name>\w+)",  # in a group
+    ],
+)
+def test_a_prefix_is_read_however_it_is_written(pattern: str) -> None:
+    template = {"start_anchor": "S", "fields": {"f": {"open_pattern": pattern, "close": "</f>"}}}
+    template["fields"]["f"]["transform"] = {"name": "{name}"}
+    opening, _ = plan_parser(load_template(template)).delimiters
+    assert opening.starters == opening.stems == ("<|c|>to f.",)
 
 
 def test_stems_of_each_kind() -> None:

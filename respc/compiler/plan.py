@@ -107,26 +107,16 @@ class Delimiter:
 
     @property
     def stems(self) -> tuple[str, ...]:
-        """Texts that every match of the delimiter (of the part after its lead run) starts with or is, such
-        that a proper prefix of one holds no complete match: a literal, a literal list's members (less
-        those another member is found inside: that member would be found complete in the held text
-        first, `scan_literals`), a regex's literal strings when it matches only a few (likewise), else
-        its literal prefix when the pattern is written as that literal first and looks nowhere else."""
-        if self.anchor.literals is not None:
-            return _outermost(self.literals)
-        if _LOOKS_BACK.search(self.anchor.pattern):
-            return ()
-        searched = self.rest or self.anchor.pattern
-        strings = literal_strings(searched)
-        if strings and all(strings):
-            return _outermost(strings)
-        return (self.prefix,) if self.prefix and _written_first(searched, self.prefix) else ()
+        """The `starters` that no other one is found inside: a proper prefix of one holds no complete match
+        (another starter inside it would be found complete first, `scan_literals`), so held text that is
+        one is a partial match at its start (the runtime's held-prefix path)."""
+        return _outermost(self.starters)
 
     @property
     def starters(self) -> tuple[str, ...]:
         """Texts one of which every match (of the part after the lead run) starts with: a literal list's
         members, a regex's literal strings or its literal prefix (no lookbehind: a match then depends
-        on nothing before it); () when unknown. Unlike `stems`, complete, and not reduced."""
+        on nothing before it); () when unknown."""
         if self.anchor.literals is not None:
             return self.literals
         if _LOOKS_BACK.search(self.anchor.pattern):
@@ -652,20 +642,6 @@ def _runs(watches: tuple[Delimiter, ...]) -> tuple[str, ...]:
 def _outermost(literals: tuple[str, ...]) -> tuple[str, ...]:
     """The literals no other one of them is found inside."""
     return tuple(lit for lit in literals if not any(other != lit and other in lit for other in literals))
-
-
-def _written_first(pattern: str, literal: str) -> bool:
-    """Whether `pattern` is written as `literal` first: each character as itself or escaped (`regex.escape`
-    and `re.escape` escape differently, e.g. a space)."""
-    at = 0
-    for char in literal:
-        if pattern.startswith("\\" + char, at) and not char.isalnum():
-            at += 2
-        elif pattern.startswith(char, at) and char != "\\":
-            at += 1
-        else:
-            return False
-    return True
 
 
 def _texts(d: Delimiter) -> tuple[str, ...]:

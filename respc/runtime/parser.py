@@ -249,12 +249,8 @@ class CompiledParser:
                 return []
             pieces = self._run_pieces  # the held text, if any, is such a run (`pieces` are its newest)
             first = self._start_char
-            if (
-                _find(text, first) < 0  # (first: a non-str chunk raises TypeError here, as upstream)
-                and text[-1] not in run
-                and self._pos == len(self._buf)
-                and not pieces
-            ):
+            at = _find(text, first)  # (first: a non-str chunk raises TypeError here, as upstream)
+            if at < 0 and text[-1] not in run and self._pos == len(self._buf) and not pieces:
                 # Nothing held and no trailing run: the chunk is routed whole, as a plain chunk is (most
                 # feeds of a region whose delimiters start with a run, e.g. Qwen's content).
                 self._buf = text
@@ -264,7 +260,7 @@ class CompiledParser:
                 if len(parts) >= self._parts_limit:
                     self._coalesce()
                 return [{"type": "region_chunk", "field": self._current, "text": text, "dirty": self._dirty}]
-            if ((at := _find(text, first)) < 0 or self._starts_nothing(text, at)) and (
+            if (at < 0 or self._starts_nothing(text, at)) and (
                 pieces or _find(self._buf, first, self._pos) < 0
             ):
                 cut = len(text)

@@ -247,51 +247,80 @@ class CompiledParser:
                 # nothing here: the state is at rest. Answering directly keeps the empty deltas of a
                 # streaming detokenizer from sending a held run through the slow path (rejoined, rescanned).
                 return []
-            pieces = self._run_pieces  # the held text, if any, is such a run (`pieces` are its newest)
-            first = self._start_char
-            at = _find(text, first)  # (first: a non-str chunk raises TypeError here, as upstream)
-            if at < 0 and text[-1] not in run and self._pos == len(self._buf) and not pieces:
-                # Nothing held and no trailing run: the chunk is routed whole, as a plain chunk is (most
-                # feeds of a region whose delimiters start with a run, e.g. Qwen's content).
-                self._buf = text
-                self._pos = len(text)
-                parts = self._parts  # `_route`'s append, inlined
-                parts.append(text)
-                if len(parts) >= self._parts_limit:
-                    self._coalesce()
-                return [{"type": "region_chunk", "field": self._current, "text": text, "dirty": self._dirty}]
-            if (at < 0 or self._starts_nothing(text, at)) and (
-                pieces or _find(self._buf, first, self._pos) < 0
-            ):
-                cut = len(text)
-                while cut and text[cut - 1] in run:
-                    cut -= 1
-                if not cut:
-                    # The whole chunk extends the held run. Set it aside rather than copy the held text
-                    # on every feed (quadratic in a long run), in blocks as `_coalesce` does.
-                    pieces.append(text)
-                    if len(pieces) >= self._run_pieces_limit:
-                        pieces[-_COALESCE:] = ["".join(pieces[-_COALESCE:])]
-                        self._run_pieces_limit = len(pieces) + _COALESCE
-                    return []
-                if pieces:
-                    self._rejoin_run()
-                if cut == len(text):
-                    routed = self._buf[self._pos :] + text  # the held run, then the whole chunk
-                    self._buf = text  # the chunk is all the context the patterns can look back at
-                    self._pos = len(text)
-                else:
-                    routed = self._buf[self._pos :] + text[:cut]
+            # The held text, if any, is a run (`_run_pieces` are its newest pieces) or a partial match,
+            # which holds a start character. (A non-str chunk raises TypeError in the find, as upstream.)
+            at = _find(text, self._start_char)
+            if at < 0 or self._starts_nothing(text, at):
+                if text[-1] not in run:
+                    # The commonest feeds of a region whose delimiters start with a run (Qwen's content):
+                    # the chunk, after the held run if any, is routed whole.
+                    if self._pos == len(self._buf) and not self._run_pieces:
+                        self._buf = text  # the chunk is all the context the patterns can look back at
+                        self._pos = len(text)
+                        parts = self._parts  # `_route`'s append, inlined
+                        parts.append(text)
+                        if len(parts) >= self._parts_limit:
+                            self._coalesce()
+                        return [
+                            {
+                                "type": "region_chunk",
+                                "field": self._current,
+                                "text": text,
+                                "dirty": self._dirty,
+                            }
+                        ]
+                    if self._run_pieces or _find(self._buf, self._start_char, self._pos) < 0:
+                        if self._run_pieces:
+                            self._rejoin_run()
+                        routed = self._buf[self._pos :] + text
+                        self._buf = text
+                        self._pos = len(text)
+                        self._held = None
+                        parts = self._parts
+                        parts.append(routed)
+                        if len(parts) >= self._parts_limit:
+                            self._coalesce()
+                        return [
+                            {
+                                "type": "region_chunk",
+                                "field": self._current,
+                                "text": routed,
+                                "dirty": self._dirty,
+                            }
+                        ]
+                    # (else a partial match is held: the full pass's to decide)
+                elif (
+                    (pieces := self._run_pieces)
+                    or (pos := self._pos) == len(buf := self._buf)
+                    or _find(buf, self._start_char, pos) < 0
+                ):
+                    # The chunk ends with a run, which a lead-run delimiter may start: it is held.
+                    cut = len(text) - 1
+                    while cut and text[cut - 1] in run:
+                        cut -= 1
+                    if not cut:
+                        # The whole chunk extends the held run. Set it aside rather than copy the held
+                        # text on every feed (quadratic in a long run), in blocks as `_coalesce` does.
+                        pieces.append(text)
+                        if len(pieces) >= self._run_pieces_limit:
+                            pieces[-_COALESCE:] = ["".join(pieces[-_COALESCE:])]
+                            self._run_pieces_limit = len(pieces) + _COALESCE
+                        return []
+                    if pieces:
+                        self._rejoin_run()
+                        routed = self._buf[self._pos :] + text[:cut]
+                    else:
+                        routed = buf[pos:] + text[:cut] if pos < len(buf) else text[:cut]
                     self._buf = text[cut - 1 :]  # one character of context, then the held trailing run
                     self._pos = 1
-                self._held = None  # the held text is now the chunk's trailing run, if any
-                parts = self._parts  # `_route`'s append, inlined
-                parts.append(routed)
-                if len(parts) >= self._parts_limit:
-                    self._coalesce()
-                return [
-                    {"type": "region_chunk", "field": self._current, "text": routed, "dirty": self._dirty}
-                ]
+                    self._held = None  # the held text is now the chunk's trailing run
+                    parts = self._parts  # `_route`'s append, inlined
+                    parts.append(routed)
+                    if len(parts) >= self._parts_limit:
+                        self._coalesce()
+                    return [
+                        {"type": "region_chunk", "field": self._current, "text": routed, "dirty": self._dirty}
+                    ]
         held = self._held
         if held is not None and text and not self._run_pieces:  # pieces set aside extend the held text
             grown = held + text  # a non-str chunk raises TypeError here, as upstream's concatenation
@@ -304,7 +333,7 @@ class CompiledParser:
             if pattern is None and held in self._REGEX_STEM_PREFIXES:
                 # Held as a stem's proper prefix, and no longer one: a regex delimiter's stem may be
                 # complete, which its partial search tells more cheaply than a full pass.
-                pattern = self._stem_pattern(held)
+                pattern = self._held_pattern = self._stem_pattern(held)  # (kept while it holds)
             if pattern is not None:
                 if pattern.lead is not None and lead_holds(pattern, grown):
                     self._buf += text
@@ -469,11 +498,15 @@ class CompiledParser:
         first = self._start_char
         if first is not None:
             at = _find(text, first)
+            if self._pos == len(self._buf):
+                return at < 0 or self._starts_nothing(text, at)
+            grown = self._buf[self._pos :] + text  # the held text too: nothing may start in either
+            at = _find(grown, first)
             if at >= 0:
-                if self._pos == len(self._buf):
-                    return self._starts_nothing(text, at)
-                grown = self._buf[self._pos :] + text  # the held text too: nothing may start in either
-                return self._starts_nothing(grown, _find(grown, first))
+                # (A held partial match that the chunk ends, as '<' then '/par' when '</function>' is
+                # watched, starts nothing either.)
+                return self._starts_nothing(grown, at)
+            return bool(self._runs)  # the held text is a run (without runs, a partial match holds one)
         elif self._starts is None or self._starts.search(text) is not None:
             return False
         buf, pos = self._buf, self._pos
@@ -481,7 +514,7 @@ class CompiledParser:
             return True
         if not self._runs:
             return False  # held text is a partial delimiter the chunk may complete
-        return _find(buf, first, pos) < 0 if first is not None else self._starts.search(buf, pos) is None
+        return self._starts.search(buf, pos) is None
 
     def _starts_nothing(self, text: str, at: int) -> bool:
         """Whether no match and no partial match of a watched delimiter starts in `text` (the text from the
@@ -609,8 +642,12 @@ class CompiledParser:
         far = far_until = None
         if eos and self.FAR_SCANS is not None and len(buf) - pos > _FAR_TEXT:
             far, far_until = self.FAR_SCANS, len(buf) - _FAR_TEXT
+        committed = False
         while True:
             if not eos:
+                if committed and self._rests(buf, pos):
+                    hold = pos  # (what the state's scan would answer)
+                    break
                 commit, hold = self._scan(buf, pos)
             elif far is None or pos >= far_until:
                 commit = self._end_scan(buf, pos) if memo is None else self._end_scan(buf, pos, memo)
@@ -637,6 +674,7 @@ class CompiledParser:
                     self._opened = True
             # The oracle moves past the delimiter before closing, so a failing close leaves it consumed.
             self._pos = pos = end
+            committed = True
             had_opened = self._opened
             if is_open:
                 if had_opened:
@@ -663,6 +701,20 @@ class CompiledParser:
         elif hold > pos:
             self._route(events, buf[pos:hold])
             self._pos = hold
+
+    def _rests(self, buf: str, pos: int) -> bool:
+        """Whether the streaming scan of the state just entered would commit nothing and hold everything
+        from `pos`: nothing is left (no scan commits a match starting at the buffer's end), or what is
+        left is a proper prefix of a stem, a partial match there (as `_hold_stem` says), before which
+        nothing can commit. Asked after a commit only: a delimiter ending a chunk (`</think>`) or
+        followed by the start of the next (`<|im`) then costs no scan of the new state."""
+        left = len(buf) - pos
+        if not left:
+            return True
+        for stem in self._stems:
+            if len(stem) > left and buf.startswith(stem[:left], pos):
+                return True
+        return False
 
     def _coalesce(self) -> None:
         """Join the newest parts of a long region into one block: a 4-character chunk held as its own

@@ -445,6 +445,18 @@ class ParserPlan:
             if d.method in ("pattern", "lead") and d.prefix
         )
 
+    @property
+    def stream_prefixed(self) -> frozenset[str]:
+        """Regex delimiters that a streaming `many` scan skips when no match can start by the best candidate
+        found before them: their literal prefix is not there (nor, for a lead run, reaches it)."""
+        return frozenset(
+            d.const
+            for s in self.states
+            if s.stream_shape == "many"
+            for d in s.watches[1:]
+            if d.method in ("pattern", "lead") and d.prefix
+        )
+
     def remembers(self, state: State, index: int) -> bool:
         """Whether the end-of-stream scan of `state` keeps its `index`-th watch's search in the pass's
         memo: a regex searched without a bound (not from its prefix up to the best so far) in a state

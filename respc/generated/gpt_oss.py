@@ -119,7 +119,12 @@ def _scan_outside(buf: str, pos: int) -> tuple:
         elif best is None or start < best[0] or (start == best[0] and end > best[1]):
             best = (start, end, True, "reasoning_content", match)
     # open of 'tool_calls'
-    found = scan_pattern(buf, pos, TOOL_CALLS_OPEN_RE, False, recheck=True)
+    # Searched only when a match (or a partial one) could start no later than the best so far: that takes
+    # '<|channel|>commentary to=functions.' starting by then, or too little text after it.
+    if best is None or len(buf) - best[0] < 35 or buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + 35) >= 0:
+        found = scan_pattern(buf, pos, TOOL_CALLS_OPEN_RE, False, recheck=True)
+    else:
+        found = None
     if found is not None:
         start, end, final, match = found
         if not final:

@@ -97,7 +97,17 @@ def _scan_outside(buf: str, pos: int) -> tuple:
         else:
             best = (start, end, True, "reasoning_content", match)
     # open of 'tool_calls'
-    found = scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, False, whole=TOOL_CALLS_OPEN_WHOLE)
+    # Searched only when a match (or a partial one) could start no later than the best so far: that takes
+    # '<tool_calls>' starting by then, or a run of its lead from there, or too little text after it.
+    if (
+        best is None
+        or len(buf) - best[0] < 12
+        or buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + 12) >= 0
+        or buf[best[0]] in RUN_WHITESPACE
+    ):
+        found = scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, False, whole=TOOL_CALLS_OPEN_WHOLE)
+    else:
+        found = None
     if found is not None:
         start, end, final, match = found
         if not final:

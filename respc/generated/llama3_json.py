@@ -96,7 +96,17 @@ def _scan_outside(buf: str, pos: int) -> tuple:
         else:
             best = (start, end, True, "tool_calls", match)
     # close of 'content'
-    found = scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, False, whole=CONTENT_CLOSE_WHOLE)
+    # Searched only when a match (or a partial one) could start no later than the best so far: that takes
+    # '<|eo' starting by then, or a run of its lead from there, or too little text after it.
+    if (
+        best is None
+        or len(buf) - best[0] < 4
+        or buf.find(CONTENT_CLOSE_PREFIX, pos, best[0] + 4) >= 0
+        or buf[best[0]] in RUN_WHITESPACE
+    ):
+        found = scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, False, whole=CONTENT_CLOSE_WHOLE)
+    else:
+        found = None
     if found is not None:
         start, end, final, match = found
         if not final:

@@ -54,6 +54,7 @@ PREFIX_REQUIRED = (
 _find = str.find
 _COALESCE = 512  # parts of a region (or pieces of a held run) joined into one block at a time
 _FAR_TEXT = 1024  # characters from which an end-of-stream pass takes the class's FAR_SCANS
+_REST = 256  # the longest text left after a commit that `_rest_hold` looks at
 _SIZED = (list, dict, str)  # values the oracle drops from the message when empty (None always)
 
 
@@ -645,8 +646,8 @@ class CompiledParser:
         committed = False
         while True:
             if not eos:
-                if committed and self._rests(buf, pos):
-                    hold = pos  # (what the state's scan would answer)
+                if committed and (rest := self._rest_hold(buf, pos)) >= 0:
+                    hold = rest  # (what the state's scan would answer, with nothing to commit)
                     break
                 commit, hold = self._scan(buf, pos)
             elif far is None or pos >= far_until:
@@ -702,19 +703,31 @@ class CompiledParser:
             self._route(events, buf[pos:hold])
             self._pos = hold
 
-    def _rests(self, buf: str, pos: int) -> bool:
-        """Whether the streaming scan of the state just entered would commit nothing and hold everything
-        from `pos`: nothing is left (no scan commits a match starting at the buffer's end), or what is
-        left is a proper prefix of a stem, a partial match there (as `_hold_stem` says), before which
-        nothing can commit. Asked after a commit only: a delimiter ending a chunk (`</think>`) or
-        followed by the start of the next (`<|im`) then costs no scan of the new state."""
+    def _rest_hold(self, buf: str, pos: int) -> int:
+        """Where the streaming scan of the state just entered would hold from, when it would commit nothing
+        (else -1): nothing is left (no scan commits a match starting at the buffer's end); what is left is a
+        proper prefix of a stem, a partial match there (as `_hold_stem` says), before which nothing can
+        commit; or it starts nothing (`_starts_nothing`), and only a trailing lead run is held. Asked after
+        a commit only: a delimiter ending a chunk (`</think>`), followed by text (`<think>d`) or by the
+        start of the next (`<|im`) then costs no scan of the new state."""
         left = len(buf) - pos
         if not left:
-            return True
+            return pos
+        if left > _REST:
+            return -1  # a long rest: the scan costs little more than these tests
         for stem in self._stems:
             if len(stem) > left and buf.startswith(stem[:left], pos):
-                return True
-        return False
+                return pos
+        first = self._start_char
+        if first is None:
+            return -1
+        at = _find(buf, first, pos)
+        if at >= 0 and not self._starts_nothing(buf[pos:], at - pos):
+            return -1
+        runs = self._runs
+        if not runs:
+            return len(buf)
+        return run_start(buf, pos, runs[0]) if len(runs) == 1 else -1
 
     def _coalesce(self) -> None:
         """Join the newest parts of a long region into one block: a 4-character chunk held as its own

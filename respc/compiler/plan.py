@@ -27,6 +27,7 @@ from respc.compiler.analysis import (
     may_match_empty,
     rare_char,
     split_lead,
+    stable_end,
 )
 from respc.compiler.spec import Anchor, Field, Spec, TemplateError
 from respc.compiler.transforms import transform_expression
@@ -623,7 +624,8 @@ def _delimiter(field: Field, ident: str, kind: str, anchor: Anchor, target: Targ
             lead,
             rest,
             literal_prefix(rest or anchor.pattern),
-            recheck=target.recheck_regex_matches,
+            # (a pattern that reads nothing past its match always survives: `stable_end`)
+            recheck=target.recheck_regex_matches and not stable_end(anchor.pattern),
         )
     return Delimiter(
         field.name, kind, anchor, name, tuple(sorted(anchor.literals, key=len, reverse=True)), False

@@ -62,8 +62,7 @@ TOOL_CALLS_CLOSE = "<｜tool▁call▁end｜>"
 # /\s*(?:<｜tool▁calls▁end｜>|<｜end▁of▁sentence｜>)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"(?:<｜tool▁calls▁end｜>|<｜end▁of▁sentence｜>)")
-# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
-# rechecked with it.
+# The whole pattern: a held partial match grows with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
 CONTENT_CLOSE_WHOLE = LazyRegex(
     r"\s*(?:<｜tool▁calls▁end｜>|<｜end▁of▁sentence｜>)",
@@ -118,7 +117,7 @@ def _scan_outside(buf: str, pos: int) -> tuple:
         or buf.find(CONTENT_CLOSE_PREFIX, pos, best[0] + 2) >= 0
         or buf[best[0]] in RUN_WHITESPACE
     ):
-        found = scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, False, whole=CONTENT_CLOSE_WHOLE)
+        found = scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, False)
     else:
         found = None
     if found is not None:

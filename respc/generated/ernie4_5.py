@@ -115,7 +115,7 @@ def _scan_reasoning_content(buf: str, pos: int) -> tuple:
 
 def _scan_content(buf: str, pos: int) -> tuple:
     # Field 'content': watches close of 'content' /\n?</response>/.
-    found = scan_pattern(buf, pos, CONTENT_CLOSE_RE, False, recheck=True)
+    found = scan_pattern(buf, pos, CONTENT_CLOSE_RE, False)
     if found is None:
         return None, len(buf)
     start, end, final, match = found

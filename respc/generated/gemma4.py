@@ -86,7 +86,7 @@ def _scan_outside(buf: str, pos: int) -> tuple:
     # Searched only when a match (or a partial one) could start no later than the best so far: that takes
     # '<|tool_call>call:' starting by then, or too little text after it.
     if best is None or len(buf) - best[0] < 17 or buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + 17) >= 0:
-        found = scan_pattern(buf, pos, TOOL_CALLS_OPEN_RE, False, recheck=True)
+        found = scan_pattern(buf, pos, TOOL_CALLS_OPEN_RE, False)
     else:
         found = None
     if found is not None:

@@ -55,8 +55,7 @@ TRANSFORMERS_TARGET = "5.24"
 # /\s*<think>/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 REASONING_CONTENT_OPEN_RE = LazyRegex(r"<think>")
-# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
-# rechecked with it.
+# The whole pattern: a held partial match grows with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
 REASONING_CONTENT_OPEN_WHOLE = LazyRegex(r"\s*<think>", stems=("<think>",), lead=RUN_WHITESPACE)
 REASONING_CONTENT_OPEN_PREFIX = "<think>"  # every match of the rest starts with this
@@ -75,8 +74,7 @@ TOOL_CALLS_CLOSE = "</tool_call>"
 # /\s*(?:<\|user\|>|<\|observation\|>|<\|endoftext\|>)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"(?:<\|user\|>|<\|observation\|>|<\|endoftext\|>)")
-# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
-# rechecked with it.
+# The whole pattern: a held partial match grows with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
 CONTENT_CLOSE_WHOLE = LazyRegex(
     r"\s*(?:<\|user\|>|<\|observation\|>|<\|endoftext\|>)",
@@ -107,9 +105,7 @@ def _scan_outside(buf: str, pos: int) -> tuple:
     hold = len(buf)
     best = None
     # open of 'reasoning_content'
-    found = scan_lead(
-        buf, pos, REASONING_CONTENT_OPEN_RE, RUN_WHITESPACE, False, whole=REASONING_CONTENT_OPEN_WHOLE
-    )
+    found = scan_lead(buf, pos, REASONING_CONTENT_OPEN_RE, RUN_WHITESPACE, False)
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -145,7 +141,7 @@ def _scan_outside(buf: str, pos: int) -> tuple:
         or buf.find(CONTENT_CLOSE_PREFIX, pos, best[0] + 2) >= 0
         or buf[best[0]] in RUN_WHITESPACE
     ):
-        found = scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, False, whole=CONTENT_CLOSE_WHOLE)
+        found = scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, False)
     else:
         found = None
     if found is not None:

@@ -45,8 +45,7 @@ TRANSFORMERS_TARGET = "5.24"
 # /\s*<tool_call>/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 TOOL_CALLS_OPEN_RE = LazyRegex(r"<tool_call>")
-# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
-# rechecked with it.
+# The whole pattern: a held partial match grows with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
 TOOL_CALLS_OPEN_WHOLE = LazyRegex(r"\s*<tool_call>", stems=("<tool_call>",), lead=RUN_WHITESPACE)
 TOOL_CALLS_OPEN_PREFIX = "<tool_call>"  # every match of the rest starts with this
@@ -54,8 +53,7 @@ TOOL_CALLS_CLOSE = "</tool_call>"
 # /\s*<\|end_of_text\|>/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"<\|end_of_text\|>")
-# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
-# rechecked with it.
+# The whole pattern: a held partial match grows with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
 CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*<\|end_of_text\|>", stems=("<|end_of_text|>",), lead=RUN_WHITESPACE)
 CONTENT_CLOSE_PREFIX = "<|end_of_text|>"  # every match of the rest starts with this
@@ -78,7 +76,7 @@ def _scan_outside(buf: str, pos: int) -> tuple:
     hold = len(buf)
     best = None
     # open of 'tool_calls'
-    found = scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, False, whole=TOOL_CALLS_OPEN_WHOLE)
+    found = scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, False)
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -95,7 +93,7 @@ def _scan_outside(buf: str, pos: int) -> tuple:
         or buf.find(CONTENT_CLOSE_PREFIX, pos, best[0] + 15) >= 0
         or buf[best[0]] in RUN_WHITESPACE
     ):
-        found = scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, False, whole=CONTENT_CLOSE_WHOLE)
+        found = scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, False)
     else:
         found = None
     if found is not None:

@@ -49,8 +49,7 @@ TRANSFORMERS_TARGET = "5.24"
 # /\s*<\|action_start\|><\|plugin\|>/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 TOOL_CALLS_OPEN_RE = LazyRegex(r"<\|action_start\|><\|plugin\|>")
-# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
-# rechecked with it.
+# The whole pattern: a held partial match grows with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
 TOOL_CALLS_OPEN_WHOLE = LazyRegex(
     r"\s*<\|action_start\|><\|plugin\|>", stems=("<|action_start|><|plugin|>",), lead=RUN_WHITESPACE
@@ -60,8 +59,7 @@ TOOL_CALLS_CLOSE = "<|action_end|>"
 # /\s*<\|im_end\|>/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"<\|im_end\|>")
-# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
-# rechecked with it.
+# The whole pattern: a held partial match grows with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
 CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*<\|im_end\|>", stems=("<|im_end|>",), lead=RUN_WHITESPACE)
 CONTENT_CLOSE_PREFIX = "<|im_end|>"  # every match of the rest starts with this
@@ -84,7 +82,7 @@ def _scan_outside(buf: str, pos: int) -> tuple:
     hold = len(buf)
     best = None
     # open of 'tool_calls'
-    found = scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, False, whole=TOOL_CALLS_OPEN_WHOLE)
+    found = scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, False)
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -101,7 +99,7 @@ def _scan_outside(buf: str, pos: int) -> tuple:
         or buf.find(CONTENT_CLOSE_PREFIX, pos, best[0] + 10) >= 0
         or buf[best[0]] in RUN_WHITESPACE
     ):
-        found = scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, False, whole=CONTENT_CLOSE_WHOLE)
+        found = scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, False)
     else:
         found = None
     if found is not None:

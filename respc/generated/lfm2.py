@@ -49,8 +49,7 @@ REASONING_CONTENT_CLOSE = "</think>"
 # /\s*<\|tool_call_start\|>/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 TOOL_CALLS_OPEN_RE = LazyRegex(r"<\|tool_call_start\|>")
-# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
-# rechecked with it.
+# The whole pattern: a held partial match grows with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
 TOOL_CALLS_OPEN_WHOLE = LazyRegex(
     r"\s*<\|tool_call_start\|>", stems=("<|tool_call_start|>",), lead=RUN_WHITESPACE
@@ -61,8 +60,7 @@ TOOL_CALLS_CLOSE_PREFIX = "<|tool_call_end|>"  # every match starts with this
 # /\s*<\|im_end\|>/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"<\|im_end\|>")
-# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
-# rechecked with it.
+# The whole pattern: a held partial match grows with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
 CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*<\|im_end\|>", stems=("<|im_end|>",), lead=RUN_WHITESPACE)
 CONTENT_CLOSE_PREFIX = "<|im_end|>"  # every match of the rest starts with this
@@ -102,7 +100,7 @@ def _scan_outside(buf: str, pos: int) -> tuple:
         or buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + 19) >= 0
         or buf[best[0]] in RUN_WHITESPACE
     ):
-        found = scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, False, whole=TOOL_CALLS_OPEN_WHOLE)
+        found = scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, False)
     else:
         found = None
     if found is not None:
@@ -121,7 +119,7 @@ def _scan_outside(buf: str, pos: int) -> tuple:
         or buf.find(CONTENT_CLOSE_PREFIX, pos, best[0] + 10) >= 0
         or buf[best[0]] in RUN_WHITESPACE
     ):
-        found = scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, False, whole=CONTENT_CLOSE_WHOLE)
+        found = scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, False)
     else:
         found = None
     if found is not None:
@@ -151,7 +149,7 @@ def _scan_reasoning_content(buf: str, pos: int) -> tuple:
 
 def _scan_tool_calls(buf: str, pos: int) -> tuple:
     # Field 'tool_calls': watches close of 'tool_calls' /<\|tool_call_end\|>\s*/.
-    found = scan_pattern(buf, pos, TOOL_CALLS_CLOSE_RE, False, recheck=True)
+    found = scan_pattern(buf, pos, TOOL_CALLS_CLOSE_RE, False)
     if found is None:
         return None, len(buf)
     start, end, final, match = found

@@ -48,8 +48,7 @@ REASONING_CONTENT_CLOSE = "</longcat_think>"
 # /\s*<longcat_tool_call>/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 TOOL_CALLS_OPEN_RE = LazyRegex(r"<longcat_tool_call>")
-# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
-# rechecked with it.
+# The whole pattern: a held partial match grows with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
 TOOL_CALLS_OPEN_WHOLE = LazyRegex(
     r"\s*<longcat_tool_call>", stems=("<longcat_tool_call>",), lead=RUN_WHITESPACE
@@ -59,8 +58,7 @@ TOOL_CALLS_CLOSE = "</longcat_tool_call>"
 # /\s*</longcat_s>/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"</longcat_s>")
-# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
-# rechecked with it.
+# The whole pattern: a held partial match grows with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
 CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*</longcat_s>", stems=("</longcat_s>",), lead=RUN_WHITESPACE)
 CONTENT_CLOSE_PREFIX = "</longcat_s>"  # every match of the rest starts with this
@@ -101,7 +99,7 @@ def _scan_outside(buf: str, pos: int) -> tuple:
         or buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + 19) >= 0
         or buf[best[0]] in RUN_WHITESPACE
     ):
-        found = scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, False, whole=TOOL_CALLS_OPEN_WHOLE)
+        found = scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, False)
     else:
         found = None
     if found is not None:
@@ -120,7 +118,7 @@ def _scan_outside(buf: str, pos: int) -> tuple:
         or buf.find(CONTENT_CLOSE_PREFIX, pos, best[0] + 12) >= 0
         or buf[best[0]] in RUN_WHITESPACE
     ):
-        found = scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, False, whole=CONTENT_CLOSE_WHOLE)
+        found = scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, False)
     else:
         found = None
     if found is not None:

@@ -53,8 +53,7 @@ TOOL_CALLS_CLOSE = "</invoke>"
 # /\s*(?:</minimax:tool_call>|\[e~\[)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"(?:</minimax:tool_call>|\[e~\[)")
-# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
-# rechecked with it.
+# The whole pattern: a held partial match grows with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
 CONTENT_CLOSE_WHOLE = LazyRegex(
     r"\s*(?:</minimax:tool_call>|\[e~\[)", stems=("</minimax:tool_call>", "[e~["), lead=RUN_WHITESPACE
@@ -97,7 +96,7 @@ def _scan_outside(buf: str, pos: int) -> tuple:
         elif best is None or start < best[0] or (start == best[0] and end > best[1]):
             best = (start, end, True, "tool_calls", match)
     # close of 'content'
-    found = scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, False, whole=CONTENT_CLOSE_WHOLE)
+    found = scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, False)
     if found is not None:
         start, end, final, match = found
         if not final:

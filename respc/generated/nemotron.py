@@ -50,8 +50,7 @@ REASONING_CONTENT_CLOSE = "</think>"
 # /\s*<TOOLCALL>/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 TOOL_CALLS_OPEN_RE = LazyRegex(r"<TOOLCALL>")
-# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
-# rechecked with it.
+# The whole pattern: a held partial match grows with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
 TOOL_CALLS_OPEN_WHOLE = LazyRegex(r"\s*<TOOLCALL>", stems=("<TOOLCALL>",), lead=RUN_WHITESPACE)
 TOOL_CALLS_OPEN_PREFIX = "<TOOLCALL>"  # every match of the rest starts with this
@@ -59,8 +58,7 @@ TOOL_CALLS_CLOSE = "</TOOLCALL>"
 # /\s*(?:<\|eot_id\|>|<SPECIAL_12>)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"(?:<\|eot_id\|>|<SPECIAL_12>)")
-# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
-# rechecked with it.
+# The whole pattern: a held partial match grows with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
 CONTENT_CLOSE_WHOLE = LazyRegex(
     r"\s*(?:<\|eot_id\|>|<SPECIAL_12>)", stems=("<|eot_id|>", "<SPECIAL_12>"), lead=RUN_WHITESPACE
@@ -103,7 +101,7 @@ def _scan_outside(buf: str, pos: int) -> tuple:
         or buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + 10) >= 0
         or buf[best[0]] in RUN_WHITESPACE
     ):
-        found = scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, False, whole=TOOL_CALLS_OPEN_WHOLE)
+        found = scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, False)
     else:
         found = None
     if found is not None:
@@ -122,7 +120,7 @@ def _scan_outside(buf: str, pos: int) -> tuple:
         or buf.find(CONTENT_CLOSE_PREFIX, pos, best[0] + 1) >= 0
         or buf[best[0]] in RUN_WHITESPACE
     ):
-        found = scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, False, whole=CONTENT_CLOSE_WHOLE)
+        found = scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, False)
     else:
         found = None
     if found is not None:

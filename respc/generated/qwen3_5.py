@@ -53,8 +53,7 @@ REASONING_CONTENT_CLOSE = "</think>"
 # /\s*<tool_call>\s*<function=(?P<name>[^>\n]+)>/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 TOOL_CALLS_OPEN_RE = LazyRegex(r"<tool_call>\s*<function=(?P<name>[^>\n]+)>")
-# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
-# rechecked with it.
+# The whole pattern: a held partial match grows with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
 TOOL_CALLS_OPEN_WHOLE = LazyRegex(
     r"\s*<tool_call>\s*<function=(?P<name>[^>\n]+)>", stems=("<tool_call>",), lead=RUN_WHITESPACE
@@ -65,8 +64,7 @@ TOOL_CALLS_CLOSE_PREFIX = "</function>"  # every match starts with this
 # /\s*(?:<\|im_end\|>|<\|endoftext\|>)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"(?:<\|im_end\|>|<\|endoftext\|>)")
-# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
-# rechecked with it.
+# The whole pattern: a held partial match grows with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
 CONTENT_CLOSE_WHOLE = LazyRegex(
     r"\s*(?:<\|im_end\|>|<\|endoftext\|>)", stems=("<|im_end|>", "<|endoftext|>"), lead=RUN_WHITESPACE
@@ -109,7 +107,7 @@ def _scan_outside(buf: str, pos: int) -> tuple:
         or buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + 11) >= 0
         or buf[best[0]] in RUN_WHITESPACE
     ):
-        found = scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, False, whole=TOOL_CALLS_OPEN_WHOLE)
+        found = scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, False)
     else:
         found = None
     if found is not None:
@@ -128,7 +126,7 @@ def _scan_outside(buf: str, pos: int) -> tuple:
         or buf.find(CONTENT_CLOSE_PREFIX, pos, best[0] + 2) >= 0
         or buf[best[0]] in RUN_WHITESPACE
     ):
-        found = scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, False, whole=CONTENT_CLOSE_WHOLE)
+        found = scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, False)
     else:
         found = None
     if found is not None:
@@ -158,7 +156,7 @@ def _scan_reasoning_content(buf: str, pos: int) -> tuple:
 
 def _scan_tool_calls(buf: str, pos: int) -> tuple:
     # Field 'tool_calls': watches close of 'tool_calls' /</function>\s*</tool_call>/.
-    found = scan_pattern(buf, pos, TOOL_CALLS_CLOSE_RE, False, recheck=True)
+    found = scan_pattern(buf, pos, TOOL_CALLS_CLOSE_RE, False)
     if found is None:
         return None, len(buf)
     start, end, final, match = found

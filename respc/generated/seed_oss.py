@@ -51,8 +51,7 @@ REASONING_CONTENT_CLOSE = "</seed:think>"
 # /\s*<seed:tool_call>\s*<function=(?P<name>[^>\n]+)>/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 TOOL_CALLS_OPEN_RE = LazyRegex(r"<seed:tool_call>\s*<function=(?P<name>[^>\n]+)>")
-# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
-# rechecked with it.
+# The whole pattern: a held partial match grows with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
 TOOL_CALLS_OPEN_WHOLE = LazyRegex(
     r"\s*<seed:tool_call>\s*<function=(?P<name>[^>\n]+)>", stems=("<seed:tool_call>",), lead=RUN_WHITESPACE
@@ -62,8 +61,7 @@ TOOL_CALLS_CLOSE = "</seed:tool_call>"
 # /\s*<seed:eos>/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"<seed:eos>")
-# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
-# rechecked with it.
+# The whole pattern: a held partial match grows with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
 CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*<seed:eos>", stems=("<seed:eos>",), lead=RUN_WHITESPACE)
 CONTENT_CLOSE_PREFIX = "<seed:eos>"  # every match of the rest starts with this
@@ -104,7 +102,7 @@ def _scan_outside(buf: str, pos: int) -> tuple:
         or buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + 16) >= 0
         or buf[best[0]] in RUN_WHITESPACE
     ):
-        found = scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, False, whole=TOOL_CALLS_OPEN_WHOLE)
+        found = scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, False)
     else:
         found = None
     if found is not None:
@@ -123,7 +121,7 @@ def _scan_outside(buf: str, pos: int) -> tuple:
         or buf.find(CONTENT_CLOSE_PREFIX, pos, best[0] + 10) >= 0
         or buf[best[0]] in RUN_WHITESPACE
     ):
-        found = scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, False, whole=CONTENT_CLOSE_WHOLE)
+        found = scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, False)
     else:
         found = None
     if found is not None:

@@ -67,8 +67,7 @@ TOOL_CALLS_CLOSE_PREFIX = "</steptml:invoke>"  # every match starts with this
 # /\s*(?:<｜tool_calls_end｜>|<\|EOT\|>)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"(?:<｜tool_calls_end｜>|<\|EOT\|>)")
-# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
-# rechecked with it.
+# The whole pattern: a held partial match grows with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
 CONTENT_CLOSE_WHOLE = LazyRegex(
     r"\s*(?:<｜tool_calls_end｜>|<\|EOT\|>)", stems=("<｜tool_calls_end｜>", "<|EOT|>"), lead=RUN_WHITESPACE
@@ -123,7 +122,7 @@ def _scan_outside(buf: str, pos: int) -> tuple:
         or buf.find(CONTENT_CLOSE_PREFIX, pos, best[0] + 1) >= 0
         or buf[best[0]] in RUN_WHITESPACE
     ):
-        found = scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, False, whole=CONTENT_CLOSE_WHOLE)
+        found = scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, False)
     else:
         found = None
     if found is not None:
@@ -153,7 +152,7 @@ def _scan_reasoning_content(buf: str, pos: int) -> tuple:
 
 def _scan_tool_calls(buf: str, pos: int) -> tuple:
     # Field 'tool_calls': watches close of 'tool_calls' /</steptml:invoke>\s*<｜tool_call_end｜>/.
-    found = scan_pattern(buf, pos, TOOL_CALLS_CLOSE_RE, False, recheck=True)
+    found = scan_pattern(buf, pos, TOOL_CALLS_CLOSE_RE, False)
     if found is None:
         return None, len(buf)
     start, end, final, match = found

@@ -8,6 +8,7 @@
   field whose open and close both can there hangs transformers: quirk Q5);
 * `lead`: `\\s*X`-style patterns, searched as `X` with a walk back over the run;
 * `rare`: the character of a literal to find first (`memchr`) in end-of-stream scans;
+* `stable`: patterns whose matches read nothing past their end (5.24's recheck is left out);
 * `backtracking`: shapes that may backtrack exponentially (a warning, not an error).
 
 Each answer errs on the safe side for its use: an unknown first character disables the fast path,
@@ -18,6 +19,7 @@ from respc.compiler.analysis.backtracking import backtracking_risk
 from respc.compiler.analysis.empty import empty_together, may_match_empty
 from respc.compiler.analysis.lead import split_lead
 from respc.compiler.analysis.rare import rare_char
+from respc.compiler.analysis.stable import stable_end
 from respc.compiler.analysis.starts import first_chars, lazy_tail, literal_prefix, literal_strings
 from respc.compiler.analysis.syntax import is_plain
 
@@ -32,4 +34,5 @@ __all__ = [
     "may_match_empty",
     "rare_char",
     "split_lead",
+    "stable_end",
 ]

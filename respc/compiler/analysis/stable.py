@@ -1,0 +1,162 @@
+"""Regex delimiters whose matches never depend on text after them (transformers 5.24's recheck).
+
+5.24 commits a streaming regex match that ends before the buffer's edge only if it "survives extension":
+matched again at its start on the buffer plus one character, it keeps its span and named groups. That
+costs a second match per commit. For a pattern that reads no character past its match, the answer is
+always yes, and the generated scan leaves the recheck out.
+
+`stable_end` proves it for a subset: a sequence of literal characters, single-character classes, groups
+(without inline flags) of such sequences, alternations of literal strings none of which is a prefix of
+another, and repeats of one single-character class that the next item cannot start with (or that end
+the pattern). Each item then has one way to match at a position, found by looking at no character past
+its match except, for a repeat, the one character that stops it, which lies inside the text when the
+match ends before the text's end. Anchors, boundaries, lookarounds and back-references look past the
+match (or at the end of the text) and are refused, as is anything outside the shared syntax.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import regex
+
+from respc.compiler.analysis.starts import _CATEGORIES, Unknown, item_kind, literal_strings, sequence
+from respc.compiler.analysis.syntax import is_plain, parse
+
+__all__ = ["stable_end"]
+
+_REPEATS = ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT")
+_ONE = ("LITERAL", "NOT_LITERAL", "IN", "ANY")  # items matching one character
+_EVERY = "\x00a0 \n<|\xe9\u4e00\U0001f600"  # a class matching all of these is taken to match anything
+
+
+def stable_end(pattern: str) -> bool:
+    """Whether every match of `pattern` (DOTALL) that ends before the end of the text stays the same match,
+    groups included, however the text goes on (see the module docstring); False when unsure."""
+    if not is_plain(pattern):
+        return False
+    try:
+        items = list(parse(pattern))
+        while len(items) == 1 and str(items[0][0]) == "SUBPATTERN":
+            items = list(items[0][1][3])
+        if len(items) == 1 and (str(items[0][0]) in _ONE or str(items[0][0]) in _REPEATS):
+            # A lone one-character item, or a repeat of one: `regex`'s partial search at the end of the
+            # text answers a match spanning (end, end - 1) for `.`, `.+?` or `[\s\S]{1,2}?` there, which
+            # 5.24's recheck refuses. Such delimiters are rare: they keep the recheck.
+            return False
+        if _may_start_with_anything(items):
+            return False  # likewise for `.b` or `[\s\S]+?x` at the end (`.` is taken as any character there)
+        return _stable(items, set(), True)
+    except (Unknown, RecursionError, ValueError, TypeError, OverflowError):
+        return False
+    except Exception:  # anything Python's parser reads that the analysis did not foresee
+        return False
+
+
+def _stable(items: list, follow: set[str], may_end: bool) -> bool:
+    """Whether each item of `items` has one way to match, given `follow`: the class items (as
+    `respc.compiler.analysis.starts.sequence` writes them) that what comes after `items` may start with,
+    and `may_end`: whether the pattern may end after them."""
+    for index, (op, av) in enumerate(items):
+        kind = str(op)
+        if kind in _ONE:
+            continue  # one character: matched or not
+        rest = items[index + 1 :]
+        after, nullable = sequence(rest) if rest else (set(), True)
+        after_follow = after | follow if nullable else after
+        after_end = nullable and may_end
+        if kind == "SUBPATTERN":
+            if av[1] or av[2]:  # inline flags
+                return False
+            if not _stable(list(av[3]), after_follow, after_end):
+                return False
+        elif kind == "BRANCH":
+            strings = literal_strings(_source_of_branch(av))
+            if not strings or any(a != b and b.startswith(a) for a in strings for b in strings):
+                return False
+        elif kind in _REPEATS:
+            low, high, body = av
+            body = list(body)
+            if len(body) != 1 or str(body[0][0]) not in _ONE:
+                return False
+            if low == high:
+                continue  # a fixed count: no choice
+            if not _disjoint(body[0], after_follow):
+                return False
+        else:
+            return False  # AT, ASSERT, ASSERT_NOT, GROUPREF, ATOMIC_GROUP...
+    return True
+
+
+def _may_start_with_anything(items: list) -> bool:
+    r"""Whether the first character of a match of `items` may be matched by an item that matches any
+    character (`.`, `[\s\S]`), looking through groups, repeats and alternatives."""
+    for op, av in items:
+        kind = str(op)
+        if kind in _ONE:
+            return all(_matches((op, av), char) for char in _EVERY)
+        if kind == "SUBPATTERN":
+            inner = list(av[3])
+        elif kind in _REPEATS:
+            inner = list(av[2])
+        elif kind == "BRANCH":
+            return any(_may_start_with_anything(list(branch)) for branch in av[1])
+        else:
+            return True  # unsure
+        if _may_start_with_anything(inner):
+            return True
+        if kind == "SUBPATTERN" or av[0] > 0:
+            return False  # the group or repeat takes the first character (when it is not empty)
+    return False
+
+
+def _source_of_branch(av: Any) -> str:
+    """A pattern matching what the branch `av` matches, when it is made of literal characters only (for
+    `literal_strings`); raises Unknown otherwise."""
+    parts = []
+    for branch in av[1]:
+        chars = []
+        for op, value in branch:
+            if str(op) != "LITERAL":
+                raise Unknown
+            chars.append(regex.escape(chr(value)))
+        parts.append("".join(chars))
+    return "(?:" + "|".join(parts) + ")"
+
+
+def _disjoint(item: tuple, follow: set[str]) -> bool:
+    """Whether no character matched by the one-character `item` can start what follows (`follow`: class
+    items; empty when nothing can follow but the end). Only single characters of `follow` are checked one
+    by one; a range or category there is taken as overlapping."""
+    for entry in follow:
+        kind, value = item_kind(entry)
+        if kind != "char" or _matches(item, value):
+            return False
+    return True
+
+
+def _matches(item: tuple, char: str) -> bool:
+    """Whether the one-character parse item `item` matches `char` (DOTALL: `.` matches everything)."""
+    op, av = item
+    kind = str(op)
+    if kind == "LITERAL":
+        return chr(av) == char
+    if kind == "NOT_LITERAL":
+        return chr(av) != char
+    if kind == "ANY":
+        return True
+    negate = False
+    found = False
+    for sub, value in av:
+        sub = str(sub)
+        if sub == "NEGATE":
+            negate = True
+        elif sub == "LITERAL":
+            found = found or chr(value) == char
+        elif sub == "RANGE":
+            found = found or value[0] <= ord(char) <= value[1]
+        elif sub == "CATEGORY" and str(value) in _CATEGORIES:
+            found = found or regex.fullmatch(_CATEGORIES[str(value)], char) is not None
+        else:
+            raise Unknown
+    return found != negate

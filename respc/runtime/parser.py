@@ -336,7 +336,7 @@ class CompiledParser:
                 # complete, which its partial search tells more cheaply than a full pass.
                 pattern = self._held_pattern = self._stem_pattern(held)  # (kept while it holds)
             if pattern is not None:
-                if pattern.lead is not None and lead_holds(pattern, grown):
+                if pattern.lead is not None and len(grown) <= pattern.longest and lead_holds(pattern, grown):
                     self._buf += text
                     self._held = grown
                     return []

@@ -221,7 +221,10 @@ def partial_at(pattern: Any, buf: str, pos: int) -> bool:
     starts there and may still grow (partial, or complete up to the end of the buffer, which a streaming
     scan never takes as final, quirk Q19). A search, not a match at `pos`: the `regex` module's partial
     search prefers a complete match further on to a partial one at `pos`, and then nothing is held."""
-    match = _search(pattern, buf, pos, True)
+    if _LIMIT[0] is None:  # (`_search`, inlined: this is the held-text path's one search per feed)
+        match = pattern.search(buf, pos, None, None, True)
+    else:
+        match = _search(pattern, buf, pos, True)
     return match is not None and match.start() == pos and (match.partial or match.end() == len(buf))
 
 

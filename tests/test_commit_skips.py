@@ -124,6 +124,8 @@ def test_streams_agree_with_transformers(index: int, pieces: list[str], seed: in
         (1, ["S", "hi\n\n<b>", "yo</b>", "<|e|>"]),
         (1, ["S", "hi\n\n", "<b>yo</b>\n\nz</g><|e|>"]),
         (1, ["S", "hi\n\nz", "</g> <|e|>"]),
+        (1, ["S", "hi\n\n<", "b>yo</b>", "<|e|>"]),  # the run reaches a partial `<b>`: held
+        (1, ["S", "hi\n\n <c", "</g><|e|>"]),  # the run reaches no `<b>`: the literal commits
         # Rests after a commit: empty, a stem's prefix, text starting nothing, a trailing run.
         (
             2,

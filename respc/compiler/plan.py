@@ -542,6 +542,8 @@ class ParserPlan:
         scan |= {
             d.run_const for d in self.delimiters if d.method == "lead" and d.const in self.used_delimiters
         }
+        if any(d.method == "lead" for d in self.delimiters if d.const in self.stream_prefixed):
+            scan.add("lead_reaches")
         if self.lazy_patterns or not self.start_anchor.is_literal:
             scan.add("LazyRegex")
         transform = set()

@@ -17,7 +17,7 @@ import re
 from respc.runtime.content import content_parser
 from respc.runtime.contract import Field, State
 from respc.runtime.parser import CompiledParser
-from respc.runtime.scan import RUN_WHITESPACE, LazyRegex, scan_lead, scan_literal, scan_pattern
+from respc.runtime.scan import RUN_WHITESPACE, LazyRegex, lead_reaches, scan_lead, scan_literal, scan_pattern
 from respc.runtime.targets import get_target
 from respc.runtime.transform import resolve_placeholder
 
@@ -115,12 +115,15 @@ def _scan_outside(buf: str, pos: int) -> tuple:
             best = (start, end, True, "tool_calls", match)
     # close of 'content'
     # Searched only when a match (or a partial one) could start no later than the best so far: that takes
-    # '<' starting by then, or a run of its lead from there, or too little text after it.
+    # '<' starting by then, or a run of its lead from there up to it, or too little text after it.
     if (
         best is None
         or len(buf) - best[0] < 1
         or buf.find(CONTENT_CLOSE_PREFIX, pos, best[0] + 1) >= 0
-        or buf[best[0]] in RUN_WHITESPACE
+        or (
+            buf[best[0]] in RUN_WHITESPACE
+            and lead_reaches(buf, best[0], CONTENT_CLOSE_PREFIX, RUN_WHITESPACE)
+        )
     ):
         found = scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, False)
     else:

@@ -27,6 +27,7 @@ __all__ = [
     "SearchTimeout",
     "held_pattern",
     "lead_holds",
+    "lead_reaches",
     "partial_at",
     "partial_start",
     "run_start",
@@ -353,6 +354,17 @@ def scan_lead(
         and (whole is None or survives_extension(whole, buf, start, end, match))
     )
     return start, end, final, match
+
+
+def lead_reaches(buf: str, at: int, prefix: str, run: frozenset[str]) -> bool:
+    """Whether the run of `run` characters from `at` is followed by `prefix`, or by the end of the buffer
+    or a proper prefix of it there: then a lead-run delimiter `R*X` whose matches of `X` start with
+    `prefix` may match (or partially match) from `at` or before, walking back over that run. (`X` cannot
+    start with a run character, so a match reaching back to `at` has its `X` right after the run.)"""
+    end = len(buf)
+    while at < end and buf[at] in run:
+        at += 1
+    return buf.startswith(prefix, at) or (end - at < len(prefix) and prefix.startswith(buf[at:]))
 
 
 def run_start(buf: str, pos: int, run: frozenset[str]) -> int:

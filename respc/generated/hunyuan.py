@@ -96,10 +96,11 @@ def _scan_outside(buf: str, pos: int) -> tuple:
             best = (start, end, True, "reasoning_content", match)
     # open of 'tool_calls'
     # Searched only when a match (or a partial one) could start no later than the best so far: that takes
-    # '<tool_calls>' starting by then, or a run of its lead from there up to it, or too little text after it.
+    # '<tool_calls>' starting by then, or a run of its lead from there up to it, or the text from there on
+    # inside it (the end of a partial match).
     if (
         best is None
-        or len(buf) - best[0] < 12
+        or (len(buf) - best[0] < 12 and buf[best[0] :] in TOOL_CALLS_OPEN_PREFIX)
         or buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + 12) >= 0
         or (
             buf[best[0]] in RUN_WHITESPACE

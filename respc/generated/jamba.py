@@ -87,10 +87,11 @@ def _scan_outside(buf: str, pos: int) -> tuple:
             best = (start, end, True, "tool_calls", match)
     # close of 'content'
     # Searched only when a match (or a partial one) could start no later than the best so far: that takes
-    # '<|eom|>' starting by then, or a run of its lead from there up to it, or too little text after it.
+    # '<|eom|>' starting by then, or a run of its lead from there up to it, or the text from there on
+    # inside it (the end of a partial match).
     if (
         best is None
-        or len(buf) - best[0] < 7
+        or (len(buf) - best[0] < 7 and buf[best[0] :] in CONTENT_CLOSE_PREFIX)
         or buf.find(CONTENT_CLOSE_PREFIX, pos, best[0] + 7) >= 0
         or (
             buf[best[0]] in RUN_WHITESPACE

@@ -93,10 +93,11 @@ def _scan_outside(buf: str, pos: int) -> tuple:
             best = (start, end, True, "reasoning_content", match)
     # open of 'tool_calls'
     # Searched only when a match (or a partial one) could start no later than the best so far: that takes
-    # '<|tool_call_start|>' starting by then, or a run of its lead from there up to it, or too little text after it.
+    # '<|tool_call_start|>' starting by then, or a run of its lead from there up to it, or the text from there on
+    # inside it (the end of a partial match).
     if (
         best is None
-        or len(buf) - best[0] < 19
+        or (len(buf) - best[0] < 19 and buf[best[0] :] in TOOL_CALLS_OPEN_PREFIX)
         or buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + 19) >= 0
         or (
             buf[best[0]] in RUN_WHITESPACE
@@ -115,10 +116,11 @@ def _scan_outside(buf: str, pos: int) -> tuple:
             best = (start, end, True, "tool_calls", match)
     # close of 'content'
     # Searched only when a match (or a partial one) could start no later than the best so far: that takes
-    # '<|im_end|>' starting by then, or a run of its lead from there up to it, or too little text after it.
+    # '<|im_end|>' starting by then, or a run of its lead from there up to it, or the text from there on
+    # inside it (the end of a partial match).
     if (
         best is None
-        or len(buf) - best[0] < 10
+        or (len(buf) - best[0] < 10 and buf[best[0] :] in CONTENT_CLOSE_PREFIX)
         or buf.find(CONTENT_CLOSE_PREFIX, pos, best[0] + 10) >= 0
         or (
             buf[best[0]] in RUN_WHITESPACE

@@ -99,8 +99,13 @@ def _scan_outside(buf: str, pos: int) -> tuple:
             best = (start, end, True, "reasoning_content", match)
     # open of 'tool_calls'
     # Searched only when a match (or a partial one) could start no later than the best so far: that takes
-    # '[TOOL_CALLS]' starting by then, or too little text after it.
-    if best is None or len(buf) - best[0] < 12 or buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + 12) >= 0:
+    # '[TOOL_CALLS]' starting by then, or the text from there on
+    # inside it (the end of a partial match).
+    if (
+        best is None
+        or (len(buf) - best[0] < 12 and buf[best[0] :] in TOOL_CALLS_OPEN_PREFIX)
+        or buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + 12) >= 0
+    ):
         found = scan_pattern(buf, pos, TOOL_CALLS_OPEN_RE, False, recheck=True)
     else:
         found = None

@@ -352,6 +352,10 @@ class CompiledParser:
                     if pattern.head is not None:
                         self._held_pattern = held_pattern(pattern, buf, self._pos)
                     return []
+            for stem in self._stems:
+                if stem in grown:
+                    # A starter is there (every stem is one): `_skips_scan` would say no.
+                    return self._feed_slow(text, False)
         elif (
             self._stems
             and text
@@ -385,6 +389,9 @@ class CompiledParser:
                     self._buf += text
                     self._held = grown
                     return []
+            for stem in self._stems:
+                if stem in grown:
+                    return self._feed_slow(text, False)  # a starter is there: `_skips_scan` would say no
         elif self._stems and text and not self._finalized and self._pos == len(self._buf):
             held = self._hold_stem(text)
             if held is not None:
@@ -423,7 +430,7 @@ class CompiledParser:
         self._trim()
         return events
 
-    def _feed_slow(self, text: str) -> list[dict]:
+    def _feed_slow(self, text: str, may_skip: bool = True) -> list[dict]:
         if self._finalized:
             raise RuntimeError("ResponseParser already finalized")
         if self._run_pieces:
@@ -433,7 +440,7 @@ class CompiledParser:
         self._held = self._held_pattern = None
         self._discard = False
         events: list[dict] = []
-        if text and self._skips_scan(text):
+        if may_skip and text and self._skips_scan(text):
             self._route_skipping_scan(events, text)
         else:
             if text:

@@ -657,6 +657,8 @@ class CompiledParser:
                     hold = rest  # (what the state's scan would answer, with nothing to commit)
                     break
                 commit, hold = self._scan(buf, pos)
+            elif pos == len(buf):
+                break  # nothing left: no end-of-stream scan commits a match at the end of the text
             elif far is None or pos >= far_until:
                 commit = self._end_scan(buf, pos) if memo is None else self._end_scan(buf, pos, memo)
             else:

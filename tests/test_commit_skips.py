@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from conftest import assert_same, chunkings, oracle_stream, respc_stream
+from conftest import SUPPORTED_TARGETS, assert_same, chunkings, oracle_stream, respc_stream
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -101,16 +101,16 @@ PIECES = [
 ]
 
 
+@pytest.mark.parametrize("target", SUPPORTED_TARGETS)
 @pytest.mark.parametrize("index", range(len(TEMPLATES)))
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(st.sampled_from(PIECES), max_size=14), st.integers(0, 2**16))
-def test_streams_agree_with_transformers(index: int, pieces: list[str], seed: int) -> None:
+def test_streams_agree_with_transformers(target: str, index: int, pieces: list[str], seed: int) -> None:
     template, text = TEMPLATES[index], "".join(pieces)
     respc.compile_template(template)  # each template is valid: an invalid one would compare only errors
     for chunks in chunkings(text, seed, random_splits=2):
-        assert_same(
-            respc_stream(template, "", chunks), oracle_stream(template, "", chunks), template, repr(chunks)
-        )
+        ours = respc_stream(template, "", chunks, target=target)
+        assert_same(ours, oracle_stream(template, "", chunks, target=target), template, repr(chunks), target)
 
 
 @pytest.mark.parametrize(
@@ -152,11 +152,10 @@ def test_streams_agree_with_transformers(index: int, pieces: list[str], seed: in
         ),
     ],
 )
-def test_edges_agree_with_transformers(index: int, chunks: list[str]) -> None:
+def test_edges_agree_with_transformers(target: str, index: int, chunks: list[str]) -> None:
     template = TEMPLATES[index]
-    assert_same(
-        respc_stream(template, "", chunks), oracle_stream(template, "", chunks), template, repr(chunks)
-    )
+    ours = respc_stream(template, "", chunks, target=target)
+    assert_same(ours, oracle_stream(template, "", chunks, target=target), template, repr(chunks), target)
 
 
 def test_the_skips_are_generated_where_they_apply() -> None:

@@ -43,6 +43,9 @@ from respc.runtime.scan import survives_extension
         (r".b", False),  # likewise (4, 3) for `<<b<` from 4
         (r"[^<]b", True),
         (r"(?:.|a)b", False),
+        (r"(a?).b", False),  # the group may be empty: `.` may take the first character
+        (r"(?:x|a?).b", False),
+        (r"(a)[^<]b", True),
         (r"(?P<x>[\s\S])+?b", False),
     ],
 )

@@ -90,23 +90,27 @@ def _stable(items: list, follow: set[str], may_end: bool) -> bool:
 
 def _may_start_with_anything(items: list) -> bool:
     r"""Whether the first character of a match of `items` may be matched by an item that matches any
-    character (`.`, `[\s\S]`), looking through groups, repeats and alternatives."""
+    character (`.`, `[\s\S]`), looking through groups, repeats and alternatives (True when unsure)."""
     for op, av in items:
         kind = str(op)
         if kind in _ONE:
             return all(_matches((op, av), char) for char in _EVERY)
         if kind == "SUBPATTERN":
-            inner = list(av[3])
+            inners = [list(av[3])]
         elif kind in _REPEATS:
-            inner = list(av[2])
+            inners = [list(av[2])]
         elif kind == "BRANCH":
-            return any(_may_start_with_anything(list(branch)) for branch in av[1])
+            inners = [list(branch) for branch in av[1]]
         else:
             return True  # unsure
-        if _may_start_with_anything(inner):
+        if any(_may_start_with_anything(inner) for inner in inners):
             return True
-        if kind == "SUBPATTERN" or av[0] > 0:
-            return False  # the group or repeat takes the first character (when it is not empty)
+        try:
+            nullable = any(sequence(inner)[1] for inner in inners) or (kind in _REPEATS and av[0] == 0)
+        except Unknown:
+            return True
+        if not nullable:
+            return False  # this item takes the first character
     return False
 
 

@@ -46,43 +46,42 @@ def stable_end(pattern: str) -> bool:
             return False
         if _may_start_with_anything(items):
             return False  # likewise for `.b` or `[\s\S]+?x` at the end (`.` is taken as any character there)
-        return _stable(items, set(), True)
+        return _stable(items, set())
     except (Unknown, RecursionError, ValueError, TypeError, OverflowError):
         return False
     except Exception:  # anything Python's parser reads that the analysis did not foresee
         return False
 
 
-def _stable(items: list, follow: set[str], may_end: bool) -> bool:
+def _stable(items: list, follow: set[str] | None) -> bool:
     """Whether each item of `items` has one way to match, given `follow`: the class items (as
-    `respc.compiler.analysis.starts.sequence` writes them) that what comes after `items` may start with,
-    and `may_end`: whether the pattern may end after them."""
+    `respc.compiler.analysis.starts.sequence` writes them) that what comes after `items` may start with
+    (empty when only the end of the pattern can; None when unknown)."""
     for index, (op, av) in enumerate(items):
         kind = str(op)
         if kind in _ONE:
             continue  # one character: matched or not
-        rest = items[index + 1 :]
-        after, nullable = sequence(rest) if rest else (set(), True)
-        after_follow = after | follow if nullable else after
-        after_end = nullable and may_end
-        if kind == "SUBPATTERN":
-            if av[1] or av[2]:  # inline flags
-                return False
-            if not _stable(list(av[3]), after_follow, after_end):
-                return False
-        elif kind == "BRANCH":
+        if kind == "BRANCH":
             strings = literal_strings(_source_of_branch(av))
             if not strings or any(a != b and b.startswith(a) for a in strings for b in strings):
+                return False
+            continue
+        rest = items[index + 1 :]
+        try:
+            after, nullable = sequence(rest) if rest else (set(), True)
+            after_follow = (None if follow is None else after | follow) if nullable else after
+        except Unknown:  # (what follows is outside the analysed subset: no repeat may end before it)
+            after_follow = None
+        if kind == "SUBPATTERN":
+            if av[1] or av[2] or not _stable(list(av[3]), after_follow):  # (inline flags: refused)
                 return False
         elif kind in _REPEATS:
             low, high, body = av
             body = list(body)
             if len(body) != 1 or str(body[0][0]) not in _ONE:
                 return False
-            if low == high:
-                continue  # a fixed count: no choice
-            if not _disjoint(body[0], after_follow):
-                return False
+            if low != high and (after_follow is None or not _disjoint(body[0], after_follow)):
+                return False  # (a fixed count has no choice)
         else:
             return False  # AT, ASSERT, ASSERT_NOT, GROUPREF, ATOMIC_GROUP...
     return True

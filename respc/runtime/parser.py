@@ -427,6 +427,7 @@ class CompiledParser:
         if cut and self._plain:
             self._route(events, text[:cut])
         self._plain = self._discard = False  # held text: the full pass decides the next chunk
+        self._lead_run = None  # (it would only fall through to the held-prefix path)
         self._trim()
         return events
 
@@ -448,10 +449,17 @@ class CompiledParser:
             self._process(events, False)
             self._trim()
         if self._current is not None and self._opened and self.CONTEXT is not None and not self._empty_open:
-            if self._start_char is not None:
+            first = self._start_char
+            if first is not None:
                 runs = self._runs
                 self._plain = not runs and self._pos == len(self._buf)
-                self._lead_run = runs[0] if len(runs) == 1 else None
+                # (Not while a partial match is held: the lead-run path would only fall through.)
+                self._lead_run = (
+                    runs[0]
+                    if len(runs) == 1
+                    and (self._pos == len(self._buf) or _find(self._buf, first, self._pos) < 0)
+                    else None
+                )
         elif self._current is None and self._start_char is not None and self.CONTEXT is not None:
             self._discard = not self._runs and self._pos == len(self._buf) and not self._empty_open
         if self._pos < len(self._buf) and (self._stems or self._partials):

@@ -38,6 +38,11 @@ def split_lead(pattern: str) -> tuple[str, str] | None:
             return None
         if len(items) < 2 or str(items[0][0]) != "MAX_REPEAT":
             return None  # a top-level alternation: the run belongs to its first branch only
+        if _lazy_repeat_that_may_fail(items.data[1:]):
+            # The `regex` module's partial search reports a partial match where the run has matched and
+            # a lazy repeat of the rest then fails (`\n*[ab]*?>>` on "\n<"), which a search for the rest
+            # alone does not: such a pattern is searched whole, as upstream does.
+            return None
         first = first_chars(rest)
         # Only single characters (possibly escaped; `\\d`-style categories are not) can be checked here.
         if not first or not all(
@@ -49,3 +54,19 @@ def split_lead(pattern: str) -> tuple[str, str] | None:
             return None
         return run_class, rest
     return None
+
+
+def _lazy_repeat_that_may_fail(items: list) -> bool:
+    """Whether the parse `items` hold a lazy repeat of anything but `.` (which never fails to match a
+    character, so its partial matches are real), at any depth."""
+    for op, av in items:
+        if str(op) == "MIN_REPEAT" and not (len(av[2]) == 1 and str(av[2][0][0]) == "ANY"):
+            return True
+        for part in av if isinstance(av, (list, tuple)) else ():
+            if hasattr(part, "data") and _lazy_repeat_that_may_fail(part.data):
+                return True
+            if isinstance(part, list) and any(
+                hasattr(branch, "data") and _lazy_repeat_that_may_fail(branch.data) for branch in part
+            ):
+                return True
+    return False

@@ -19,7 +19,8 @@ bodies as lists of parts, so every feed costs O(chunk + held text).
 | full pass (`_process`) | otherwise | the oracle's pass: scan, commit, route, hold |
 
 `_plain` and `_lead_run` say whether the first two apply; `_feed_slow` sets them when a feed ends at
-rest. A template without regex delimiters keeps no context (`CONTEXT` 0) and declares
+rest (`_lead_run` only when no partial match is held). Within the full pass, the state entered after a
+commit is not scanned when what is left starts nothing (`_rest_hold`). A template without regex delimiters keeps no context (`CONTEXT` 0) and declares
 `feed = CompiledParser.feed_without_context`, whose plain-chunk path does not even keep the chunk.
 
 Routed text reaches a region's body through `_route` (append, coalesce long bodies, emit the chunk). The

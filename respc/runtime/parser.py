@@ -238,10 +238,6 @@ class CompiledParser:
             if len(parts) >= self._parts_limit:
                 self._coalesce()
             return [{"type": "region_chunk", "field": self._current, "text": text, "dirty": self._dirty}]
-        if self._discard and text and _find(text, self._start_char) < 0:
-            self._buf = text  # text outside every region is dropped; the chunk is the context kept
-            self._pos = len(text)
-            return []
         run = self._lead_run
         if run is not None:
             if not text:
@@ -313,8 +309,8 @@ class CompiledParser:
                         routed = self._buf[self._pos :] + text[:cut]
                     else:
                         routed = buf[pos:] + text[:cut] if pos < len(buf) else text[:cut]
-                    self._buf = text[cut - 1 :]  # one character of context, then the held trailing run
-                    self._pos = 1
+                    self._buf = text  # the chunk: its text before the held trailing run is the context
+                    self._pos = cut
                     self._held = None  # the held text is now the chunk's trailing run
                     parts = self._parts  # `_route`'s append, inlined
                     parts.append(routed)
@@ -323,6 +319,10 @@ class CompiledParser:
                     return [
                         {"type": "region_chunk", "field": self._current, "text": routed, "dirty": self._dirty}
                     ]
+        if self._discard and text and _find(text, self._start_char) < 0:  # (never with a lead run)
+            self._buf = text  # text outside every region is dropped; the chunk is the context kept
+            self._pos = len(text)
+            return []
         held = self._held
         if held is not None and text and not self._run_pieces:  # pieces set aside extend the held text
             grown = held + text  # a non-str chunk raises TypeError here, as upstream's concatenation

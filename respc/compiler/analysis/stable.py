@@ -47,9 +47,7 @@ def stable_end(pattern: str) -> bool:
         if _may_start_with_anything(items):
             return False  # likewise for `.b` or `[\s\S]+?x` at the end (`.` is taken as any character there)
         return _stable(items, set())
-    except (Unknown, RecursionError, ValueError, TypeError, OverflowError):
-        return False
-    except Exception:  # anything Python's parser reads that the analysis did not foresee
+    except Exception:  # Unknown, or anything Python's parser reads that the analysis did not foresee
         return False
 
 

@@ -209,9 +209,12 @@ class CompiledParser:
             self._partials,
         ) = self.STATES[state].entered
 
-    def _reset(self) -> None:
+    def _reset(self, entered: bool = False) -> None:
+        """Back in the implicit region, as after construction; `entered`: its state is entered already
+        (the region just closed was the implicit one)."""
         current = self._current = self.IMPLICIT
-        self._enter(current)
+        if not entered:
+            self._enter(current)
         self._captures: dict[str, str] = {}
         self._parts: list[str] = []
         self._parts_limit = _COALESCE
@@ -638,14 +641,20 @@ class CompiledParser:
                 raise error
             for name in missing:
                 self._keep_error(events, name, "", error)
+        self._finalized = True
+        output = self._output
+        for value in output.values():
+            if not value:
+                break  # maybe one to drop: the exact test below
+        else:
+            return output  # all true (most messages): nothing to drop, no comprehension to build
         defaults = self.DEFAULT_KEYS
-        self._output = {
+        self._output = output = {
             k: v
-            for k, v in self._output.items()
+            for k, v in output.items()
             if k in defaults or (v is not None and (not isinstance(v, _SIZED) or v))
         }
-        self._finalized = True
-        return self._output
+        return output
 
     # -- the pass --------------------------------------------------------------------------------------
 
@@ -778,9 +787,13 @@ class CompiledParser:
     def _open(self, events: list[dict] | None, name: Any, match: Any, zero_width: bool) -> None:
         self._current = name
         self._enter(name)
-        self._captures = (
-            {} if match is None else {k: v for k, v in match.groupdict().items() if v is not None}
-        )
+        if match is None:
+            self._captures = {}
+        else:
+            captures = match.groupdict()  # (a fresh dict, empty for most delimiters)
+            if None in captures.values():
+                captures = {k: v for k, v in captures.items() if v is not None}
+            self._captures = captures
         self._parts = []
         self._parts_limit = _COALESCE
         self._opened = True
@@ -821,7 +834,7 @@ class CompiledParser:
             return
         if events is not None:
             events.append({"type": "region_close", "field": current, "value": value})
-        self._reset()
+        self._reset(current == self.IMPLICIT)
 
     def _keep_error(self, events: list[dict] | None, field: Any, text: str, error: BaseException) -> None:
         """errors="keep": report a region that failed to parse, with its raw text, and carry on."""

@@ -23,6 +23,7 @@ from respc.compiler.analysis import (
     is_plain,
     lazy_tail,
     literal_prefix,
+    literal_run,
     literal_strings,
     may_match_empty,
     rare_char,
@@ -76,6 +77,9 @@ class Delimiter:
     rest: str | None = None  # the pattern after that run, which the scan searches for
     prefix: str = ""  # literal text every match of the searched pattern starts with
     recheck: bool = False  # a match ending before the edge is final only if it survives extension (5.24)
+    # (literal, trailing run class or None) when the searched pattern is a literal and perhaps a run
+    # (`literal_run`): end-of-stream scans then need no regex search once they have found the prefix
+    literal_run: tuple[str, str | None] | None = None
     # (char, offset) that end-of-stream scans find first (`memchr`) before the literal, the list's
     # alternation or the prefix (see `respc.compiler.analysis.rare`); None: the plain search
     rare: tuple[str, int] | None = None
@@ -151,6 +155,23 @@ class Delimiter:
     def run_const(self) -> str:
         """The runtime constant holding the lead-run characters (lead-run delimiters only)."""
         return RUN_CLASSES[self.lead][0]
+
+    @property
+    def trail_const(self) -> str:
+        """The runtime constant holding the characters of the run that ends a `literal_run` pattern."""
+        return RUN_CLASSES[self.literal_run[1]][0]
+
+    @property
+    def literal_match(self) -> str | None:
+        """The end-of-stream match of a `literal_run` delimiter whose literal was found at `at`, as an
+        expression (None for the others): no regex search, and no match object (it has no groups)."""
+        if self.literal_run is None:
+            return None
+        literal, trail = self.literal_run
+        if self.lead is None and trail is None:
+            return f"(at, at + {len(literal)}, True, None)"
+        lead = self.run_const if self.lead is not None else "None"
+        return f"literal_match(buf, pos, at, {len(literal)}, {lead}, {self.trail_const if trail else 'None'})"
 
     @property
     def text(self) -> str:
@@ -544,6 +565,12 @@ class ParserPlan:
         }
         if any(d.method == "lead" for d in self.delimiters if d.const in self.stream_prefixed):
             scan.add("lead_reaches")
+        for d in self.delimiters:
+            if d.const in self.prefixed and d.literal_run is not None:
+                if d.literal_run[1] is not None:
+                    scan.add(d.trail_const)
+                if d.literal_run[1] is not None or d.lead is not None:
+                    scan.add("literal_match")
         if self.lazy_patterns or not self.start_anchor.is_literal:
             scan.add("LazyRegex")
         transform = set()
@@ -628,6 +655,7 @@ def _delimiter(field: Field, ident: str, kind: str, anchor: Anchor, target: Targ
             literal_prefix(rest or anchor.pattern),
             # (a pattern that reads nothing past its match always survives: `stable_end`)
             recheck=target.recheck_regex_matches and not stable_end(anchor.pattern),
+            literal_run=literal_run(rest or anchor.pattern),
         )
     return Delimiter(
         field.name, kind, anchor, name, tuple(sorted(anchor.literals, key=len, reverse=True)), False

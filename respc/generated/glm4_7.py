@@ -16,7 +16,7 @@ import re
 from respc.runtime.content import content_parser
 from respc.runtime.contract import Field, State
 from respc.runtime.parser import CompiledParser
-from respc.runtime.scan import RUN_WHITESPACE, LazyRegex, lead_reaches, scan_lead, scan_literal
+from respc.runtime.scan import RUN_WHITESPACE, LazyRegex, lead_reaches, literal_match, scan_lead, scan_literal
 from respc.runtime.targets import get_target
 from respc.runtime.transform import resolve_placeholder
 
@@ -209,7 +209,7 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     if found is None or (found and found[0] < pos):
         # No match can start before the first '<think>'.
         at = buf.find(REASONING_CONTENT_OPEN_PREFIX, pos)
-        found = None if at < 0 else scan_lead(buf, pos, REASONING_CONTENT_OPEN_RE, RUN_WHITESPACE, True, at)
+        found = None if at < 0 else literal_match(buf, pos, at, 7, RUN_WHITESPACE, None)
         found = memo["REASONING_CONTENT_OPEN_RE"] = found or ()
     if found:
         best = (found[0], found[1], True, "reasoning_content", found[3])
@@ -265,7 +265,7 @@ def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     if found is None or (found and found[0] < pos):
         # No match can start before the first '<think>'.
         at = buf.find(REASONING_CONTENT_OPEN_PREFIX, pos)
-        found = None if at < 0 else scan_lead(buf, pos, REASONING_CONTENT_OPEN_RE, RUN_WHITESPACE, True, at)
+        found = None if at < 0 else literal_match(buf, pos, at, 7, RUN_WHITESPACE, None)
         found = memo["REASONING_CONTENT_OPEN_RE"] = found or ()
     if found:
         best = (found[0], found[1], True, "reasoning_content", found[3])

@@ -15,7 +15,7 @@ import re
 from respc.runtime.content import content_parser
 from respc.runtime.contract import Field, State
 from respc.runtime.parser import CompiledParser
-from respc.runtime.scan import RUN_WHITESPACE, LazyRegex, lead_reaches, scan_lead, scan_literal
+from respc.runtime.scan import RUN_WHITESPACE, LazyRegex, lead_reaches, literal_match, scan_lead, scan_literal
 from respc.runtime.targets import get_target
 from respc.runtime.transform import each_scope, resolve_in
 
@@ -144,7 +144,7 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     if found is None or (found and found[0] < pos):
         # No match can start before the first '<tool_calls>'.
         at = buf.find(TOOL_CALLS_OPEN_PREFIX, pos)
-        found = None if at < 0 else scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, True, at)
+        found = None if at < 0 else literal_match(buf, pos, at, 12, RUN_WHITESPACE, None)
         found = memo["TOOL_CALLS_OPEN_RE"] = found or ()
     if found:
         best = (found[0], found[1], True, "tool_calls", found[3])
@@ -153,7 +153,7 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     if found is None or (found and found[0] < pos):
         # No match can start before the first '<|eom|>'.
         at = buf.find(CONTENT_CLOSE_PREFIX, pos)
-        found = None if at < 0 else scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, True, at)
+        found = None if at < 0 else literal_match(buf, pos, at, 7, RUN_WHITESPACE, None)
         found = memo["CONTENT_CLOSE_RE"] = found or ()
     if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
         best = (found[0], found[1], False, "content", found[3])
@@ -190,7 +190,7 @@ def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
             at = buf.find("_", pos + 58)
             if at >= 0:
                 at = buf.find(TOOL_CALLS_OPEN_PREFIX, at - 5)
-        found = None if at < 0 else scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, True, at)
+        found = None if at < 0 else literal_match(buf, pos, at, 12, RUN_WHITESPACE, None)
         found = memo["TOOL_CALLS_OPEN_RE"] = found or ()
     if found:
         best = (found[0], found[1], True, "tool_calls", found[3])
@@ -204,7 +204,7 @@ def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
             at = buf.find("|", pos + 59)
             if at >= 0:
                 at = buf.find(CONTENT_CLOSE_PREFIX, at - 1)
-        found = None if at < 0 else scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, True, at)
+        found = None if at < 0 else literal_match(buf, pos, at, 7, RUN_WHITESPACE, None)
         found = memo["CONTENT_CLOSE_RE"] = found or ()
     if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
         best = (found[0], found[1], False, "content", found[3])

@@ -15,7 +15,15 @@ import re
 from respc.runtime.content import content_parser
 from respc.runtime.contract import Field, State
 from respc.runtime.parser import CompiledParser
-from respc.runtime.scan import RUN_WHITESPACE, LazyRegex, lead_reaches, scan_lead, scan_literal, scan_pattern
+from respc.runtime.scan import (
+    RUN_WHITESPACE,
+    LazyRegex,
+    lead_reaches,
+    literal_match,
+    scan_lead,
+    scan_literal,
+    scan_pattern,
+)
 from respc.runtime.targets import get_target
 from respc.runtime.transform import each_scope, resolve_in
 
@@ -190,7 +198,7 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     if found is None or (found and found[0] < pos):
         # No match can start before the first '<|tool_call_start|>'.
         at = buf.find(TOOL_CALLS_OPEN_PREFIX, pos)
-        found = None if at < 0 else scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, True, at)
+        found = None if at < 0 else literal_match(buf, pos, at, 19, RUN_WHITESPACE, None)
         found = memo["TOOL_CALLS_OPEN_RE"] = found or ()
     if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
         best = (found[0], found[1], True, "tool_calls", found[3])
@@ -199,7 +207,7 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     if found is None or (found and found[0] < pos):
         # No match can start before the first '<|im_end|>'.
         at = buf.find(CONTENT_CLOSE_PREFIX, pos)
-        found = None if at < 0 else scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, True, at)
+        found = None if at < 0 else literal_match(buf, pos, at, 10, RUN_WHITESPACE, None)
         found = memo["CONTENT_CLOSE_RE"] = found or ()
     if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
         best = (found[0], found[1], False, "content", found[3])
@@ -219,7 +227,7 @@ def _end_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
     # close of 'tool_calls'
     # No match can start before the first '<|tool_call_end|>'.
     at = buf.find(TOOL_CALLS_CLOSE_PREFIX, pos)
-    found = None if at < 0 else scan_pattern(buf, at, TOOL_CALLS_CLOSE_RE, True)
+    found = None if at < 0 else literal_match(buf, pos, at, 17, None, RUN_WHITESPACE)
     if found:
         best = (found[0], found[1], False, "tool_calls", found[3])
     # A zero-width match at the very end commits nothing, as in the streaming scan.
@@ -253,7 +261,7 @@ def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
             at = buf.find("|", pos + 47)
             if at >= 0:
                 at = buf.find(TOOL_CALLS_OPEN_PREFIX, at - 1)
-        found = None if at < 0 else scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, True, at)
+        found = None if at < 0 else literal_match(buf, pos, at, 19, RUN_WHITESPACE, None)
         found = memo["TOOL_CALLS_OPEN_RE"] = found or ()
     if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
         best = (found[0], found[1], True, "tool_calls", found[3])
@@ -267,7 +275,7 @@ def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
             at = buf.find("|", pos + 56)
             if at >= 0:
                 at = buf.find(CONTENT_CLOSE_PREFIX, at - 1)
-        found = None if at < 0 else scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, True, at)
+        found = None if at < 0 else literal_match(buf, pos, at, 10, RUN_WHITESPACE, None)
         found = memo["CONTENT_CLOSE_RE"] = found or ()
     if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
         best = (found[0], found[1], False, "content", found[3])
@@ -297,7 +305,7 @@ def _far_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
         at = buf.find("|", pos + 49)
         if at >= 0:
             at = buf.find(TOOL_CALLS_CLOSE_PREFIX, at - 1)
-    found = None if at < 0 else scan_pattern(buf, at, TOOL_CALLS_CLOSE_RE, True)
+    found = None if at < 0 else literal_match(buf, pos, at, 17, None, RUN_WHITESPACE)
     if found:
         best = (found[0], found[1], False, "tool_calls", found[3])
     # A zero-width match at the very end commits nothing, as in the streaming scan.

@@ -16,7 +16,7 @@ import re
 from respc.runtime.content import content_parser
 from respc.runtime.contract import Field, State
 from respc.runtime.parser import CompiledParser
-from respc.runtime.scan import RUN_WHITESPACE, LazyRegex, lead_reaches, scan_lead, scan_literal
+from respc.runtime.scan import RUN_WHITESPACE, LazyRegex, lead_reaches, literal_match, scan_lead, scan_literal
 from respc.runtime.targets import get_target
 from respc.runtime.transform import resolve_placeholder
 
@@ -202,7 +202,7 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     if found is None or (found and found[0] < pos):
         # No match can start before the first '<seed:eos>'.
         at = buf.find(CONTENT_CLOSE_PREFIX, pos)
-        found = None if at < 0 else scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, True, at)
+        found = None if at < 0 else literal_match(buf, pos, at, 10, RUN_WHITESPACE, None)
         found = memo["CONTENT_CLOSE_RE"] = found or ()
     if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
         best = (found[0], found[1], False, "content", found[3])
@@ -258,7 +258,7 @@ def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     if found is None or (found and found[0] < pos):
         # No match can start before the first '<seed:eos>'.
         at = buf.find(CONTENT_CLOSE_PREFIX, pos)
-        found = None if at < 0 else scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, True, at)
+        found = None if at < 0 else literal_match(buf, pos, at, 10, RUN_WHITESPACE, None)
         found = memo["CONTENT_CLOSE_RE"] = found or ()
     if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
         best = (found[0], found[1], False, "content", found[3])

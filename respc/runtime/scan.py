@@ -28,6 +28,7 @@ __all__ = [
     "held_pattern",
     "lead_holds",
     "lead_reaches",
+    "literal_match",
     "partial_at",
     "partial_start",
     "run_start",
@@ -354,6 +355,26 @@ def scan_lead(
         and (whole is None or survives_extension(whole, buf, start, end, match))
     )
     return start, end, final, match
+
+
+def literal_match(
+    buf: str, pos: int, at: int, length: int, lead: frozenset[str] | None, trail: frozenset[str] | None
+) -> Found:
+    """The end-of-stream match of a regex `R*LS*` (a literal `L` of `length`, perhaps after a lead run
+    `R*` and before a run `S*` that ends the pattern) whose literal's first occurrence from `pos` is at
+    `at`: the leftmost match of the pattern from `pos` starts at the start of the run before it (not
+    before `pos`) and takes the longest run after it, as a `regex` search finds (`L` cannot start with a
+    lead-run character). No match object: the pattern has no groups."""
+    start = at
+    if lead is not None:
+        while start > pos and buf[start - 1] in lead:
+            start -= 1
+    end = at + length
+    if trail is not None:
+        size = len(buf)
+        while end < size and buf[end] in trail:
+            end += 1
+    return start, end, True, None
 
 
 def lead_reaches(buf: str, at: int, prefix: str, run: frozenset[str]) -> bool:

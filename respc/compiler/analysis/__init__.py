@@ -6,7 +6,8 @@
   every match starts with (end-of-stream scans `str.find` it first);
 * `empty`: whether a pattern can match the empty string, and whether two can at one position (a
   field whose open and close both can there hangs transformers: quirk Q5);
-* `lead`: `\\s*X`-style patterns, searched as `X` with a walk back over the run;
+* `lead`: `\\s*X`-style patterns, searched as `X` with a walk back over the run, and patterns that are a
+  literal and perhaps a run (end-of-stream scans find them with `str.find`);
 * `rare`: the character of a literal to find first (`memchr`) in end-of-stream scans;
 * `stable`: patterns whose matches read nothing past their end (5.24's recheck is left out);
 * `backtracking`: shapes that may backtrack exponentially (a warning, not an error).
@@ -17,7 +18,7 @@ an unsure empty match refuses the template, an unsure lead split keeps the plain
 
 from respc.compiler.analysis.backtracking import backtracking_risk
 from respc.compiler.analysis.empty import empty_together, may_match_empty
-from respc.compiler.analysis.lead import split_lead
+from respc.compiler.analysis.lead import literal_run, split_lead
 from respc.compiler.analysis.rare import rare_char
 from respc.compiler.analysis.stable import stable_end
 from respc.compiler.analysis.starts import first_chars, lazy_tail, literal_prefix, literal_strings
@@ -30,6 +31,7 @@ __all__ = [
     "is_plain",
     "lazy_tail",
     "literal_prefix",
+    "literal_run",
     "literal_strings",
     "may_match_empty",
     "rare_char",

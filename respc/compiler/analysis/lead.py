@@ -10,10 +10,10 @@ from __future__ import annotations
 import regex
 
 from respc.compiler.analysis.starts import first_chars
-from respc.compiler.analysis.syntax import is_plain, parse
+from respc.compiler.analysis.syntax import MAXREPEAT, is_plain, parse
 from respc.runtime.scan import RUN_CLASSES
 
-__all__ = ["LEADS", "split_lead"]
+__all__ = ["LEADS", "literal_run", "split_lead"]
 
 # (pattern prefix, regex class of one run character): the leading runs many delimiters start with.
 LEADS = ((r"\s*", r"\s"), (r"\n*", r"\n"), (r"[ \t]*", r"[ \t]"), (" *", " "))
@@ -70,3 +70,33 @@ def _lazy_repeat_that_may_fail(items: list) -> bool:
             ):
                 return True
     return False
+
+
+def literal_run(pattern: str) -> tuple[str, str | None] | None:
+    """`(literal, run class or None)` when `pattern` is a literal, then perhaps a greedy run of one of the
+    LEADS classes that ends it (`<\\|tool_call_end\\|>\\s*`); None otherwise.
+
+    Its leftmost match from any position is then the first occurrence of the literal, with the longest
+    run after it: an end-of-stream scan that has found the literal (its `prefix`) needs no regex search.
+    Nothing else qualifies: no groups (a match's captures come from the regex), classes or alternations.
+    """
+    if not is_plain(pattern):
+        return None
+    try:
+        items = parse(pattern)
+    except Exception:
+        return None
+    items = list(items)
+    trail = None
+    if items and str(items[-1][0]) == "MAX_REPEAT":
+        low, high, body = items[-1][1]
+        for _, run_class in LEADS:
+            if low == 0 and high == MAXREPEAT and list(body) == list(parse(run_class)):
+                trail = run_class
+                items.pop()
+                break
+        else:
+            return None
+    if not items or any(str(op) != "LITERAL" for op, _ in items):
+        return None
+    return "".join(chr(av) for _, av in items), trail

@@ -66,6 +66,11 @@ def _scalar(match: re.Match, at: int) -> Any:
     number = match[at + 2]
     if number is None:
         return _CONSTANTS[match[at + 3]]
+    return _number(number)
+
+
+def _number(number: str) -> Any:
+    """A number of a fast match, or _NOT_FAST where the step-by-step reader must answer."""
     if "." in number or "e" in number or "E" in number:
         value = float(number)
         return _NOT_FAST if value in _INFINITIES else value
@@ -134,6 +139,40 @@ def _call_list(text: str) -> list[dict]:
 
 
 def _call(text: str, pos: int) -> tuple[dict, int]:
+    """One call from `pos`: the common case (scalar arguments, each one fast match, no name repeated) read
+    here with as little Python as it takes; anything else read again from `pos` by `_call_stepwise`."""
+    head = _FAST_CALL.match(text, pos)
+    if head is None:
+        return _call_stepwise(text, pos)
+    arguments: dict = {}
+    at = head.end()
+    if text.startswith(")", at):
+        return {"name": head[1], "arguments": arguments}, at + 1
+    match = _FAST_ARGUMENT.match
+    while True:
+        fast = match(text, at)
+        if fast is None:
+            return _call_stepwise(text, pos)
+        key, double, single, number, constant, separator = fast.groups()
+        if double is not None:
+            value = double
+        elif single is not None:
+            value = single
+        elif number is None:
+            value = _CONSTANTS[constant]
+        else:
+            value = _number(number)
+            if value is _NOT_FAST:
+                return _call_stepwise(text, pos)
+        if key in arguments:
+            return _call_stepwise(text, pos)  # (its error comes after the rest of the call is read)
+        arguments[key] = value
+        if separator == ")":
+            return {"name": head[1], "arguments": arguments}, fast.end()
+        at = fast.end()
+
+
+def _call_stepwise(text: str, pos: int) -> tuple[dict, int]:
     head = _FAST_CALL.match(text, pos)
     if head is not None:
         name, pos = head[1], head.end()

@@ -107,7 +107,8 @@ def each_scope(field: str, value: Any, captures: dict) -> Iterator[dict]:
             raise ValueError(
                 f"Field '{field}': transform_each requires each list element to be a dict, got {type(item).__name__}."
             )
-        yield {**captures, **item}
+        # (The scope is only read: without captures the item itself is one, no copy needed.)
+        yield {**captures, **item} if captures else item
 
 
 def transform_value(transform: Any, value: Any, captures: dict) -> Any:

@@ -106,3 +106,34 @@ def test_each_delimiter_is_searched_once_per_region_it_ends() -> None:
     assert message == oracle_parse(text, module.TEMPLATE, prefix="")
     assert searched.count(module.CONTENT_CLOSE_RE.pattern) == 1
     assert searched.count(module.TOOL_CALLS_OPEN_RE.pattern) == 200  # each call once (then no prefix is left)
+
+
+CALLS = {
+    "lfm2": '<|tool_call_start|>[f(x=1), g(y="two")]<|tool_call_end|>',
+    "qwen3_5": "\n<tool_call>\n<function=f>\n<parameter=x>\n1\n</parameter>\n</function>\n</tool_call>",
+}
+PROSE = "the weather in Paris < tomorrow, and then some more words about it\n" * 20  # ~1,300 characters
+
+
+@pytest.mark.parametrize("preset", sorted(CALLS))
+@pytest.mark.parametrize(
+    "layout",
+    [
+        "<think>r</think>{p}{c}{p}<think>late</think>{p}{c}{p}<|im_end|>",  # found far ahead, reused past a call
+        "{p}{c}{p}{c}{p}<think>x</think>{c}",
+        "{p}{c}{p}{c}{p}<|im_end|>",  # never found: remembered as nowhere
+        "<think>{p}</think>{p}<think>{p}",  # an unclosed region at the end
+        "{p}{c}{p}{p}{p}<think>",  # only in the last characters, where the near scans take over
+    ],
+)
+def test_a_literal_remembered_over_a_long_text_is_found_where_the_oracle_finds_it(
+    preset: str, layout: str
+) -> None:
+    """Over a long text the far scans keep the first watched literal (`<think>`) in the pass's memo: found
+    far ahead, it stays the answer up to there; not found, it is not looked for again."""
+    module = respc.load_preset(preset)
+    text = layout.format(p=PROSE, c=CALLS[preset])
+    assert module.parse_response(text, prefix="") == oracle_parse(text, module.TEMPLATE, prefix="")
+    parser = module.ResponseParser("")
+    parser.feed(text)
+    assert parser.finalize()[0] == oracle_parse(text, module.TEMPLATE, prefix="")

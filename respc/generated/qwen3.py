@@ -239,7 +239,12 @@ def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     # _end_outside for a long text: literals are found from their rarest character.
     best = None
     # open of 'reasoning_content'
-    start = buf.find(REASONING_CONTENT_OPEN, pos)
+    # Kept in the pass's memo as the regexes are (-1: nowhere after): over a long text, each search of a
+    # literal costs more than remembering it.
+    start = memo.get("REASONING_CONTENT_OPEN", -2)
+    if start < pos and start != -1:
+        start = buf.find(REASONING_CONTENT_OPEN, pos)
+        memo["REASONING_CONTENT_OPEN"] = start
     if start >= 0:
         best = (start, start + 7, True, "reasoning_content", None)
     # open of 'tool_calls'

@@ -140,7 +140,7 @@ def _call_list(text: str) -> list[dict]:
 
 def _call(text: str, pos: int) -> tuple[dict, int]:
     """One call from `pos`: the common case (scalar arguments, each one fast match, no name repeated) read
-    here with as little Python as it takes; anything else read again from `pos` by `_call_stepwise`."""
+    here with as little Python as it takes, and from the first argument that is not, step by step."""
     head = _FAST_CALL.match(text, pos)
     if head is None:
         return _call_stepwise(text, pos)
@@ -152,7 +152,7 @@ def _call(text: str, pos: int) -> tuple[dict, int]:
     while True:
         fast = match(text, at)
         if fast is None:
-            return _call_stepwise(text, pos)
+            break
         key, double, single, number, constant, separator = fast.groups()
         if double is not None:
             value = double
@@ -163,13 +163,15 @@ def _call(text: str, pos: int) -> tuple[dict, int]:
         else:
             value = _number(number)
             if value is _NOT_FAST:
-                return _call_stepwise(text, pos)
+                break
         if key in arguments:
-            return _call_stepwise(text, pos)  # (its error comes after the rest of the call is read)
+            break
         arguments[key] = value
         if separator == ")":
             return {"name": head[1], "arguments": arguments}, fast.end()
         at = fast.end()
+    # (A repeated name is read again there and kept: `_unique` fails after the call, as the reader does.)
+    return _arguments(text, at, head[1], list(arguments.items()))
 
 
 def _call_stepwise(text: str, pos: int) -> tuple[dict, int]:
@@ -186,38 +188,41 @@ def _call_stepwise(text: str, pos: int) -> tuple[dict, int]:
         if not text.startswith("(", pos):
             raise _Failure("expected '('", pos)
         pos = _skip(text, pos + 1)
-    pairs = []
     if text.startswith(")", pos):
-        pos += 1
-    else:
-        while True:
-            fast = _FAST_ARGUMENT.match(text, pos)
-            if fast is not None and (value := _scalar(fast, 2)) is not _NOT_FAST:
-                pairs.append((fast[1], value))
-                pos = fast.end()
-                if fast[6] == ")":
-                    break
-                continue
-            pos = _skip(text, pos)
-            match = _NAME.match(text, pos)
-            if match is None:
-                raise _Failure(
-                    "expected a keyword argument (positional arguments and trailing commas are not supported)",
-                    pos,
-                )
-            key = match[0]
-            pos = _skip(text, match.end())
-            if not text.startswith("=", pos):
-                raise _Failure("expected '=' (positional arguments are not supported)", pos)
-            value, pos = _value(text, pos + 1, 0)
-            pairs.append((key, value))
-            pos = _skip(text, pos)
-            if text.startswith(")", pos):
-                pos += 1
+        return {"name": name, "arguments": {}}, pos + 1
+    return _arguments(text, pos, name, [])
+
+
+def _arguments(text: str, pos: int, name: str, pairs: list) -> tuple[dict, int]:
+    """The keyword arguments of a call from `pos` (an argument's start) to its `)`, after `pairs`."""
+    while True:
+        fast = _FAST_ARGUMENT.match(text, pos)
+        if fast is not None and (value := _scalar(fast, 2)) is not _NOT_FAST:
+            pairs.append((fast[1], value))
+            pos = fast.end()
+            if fast[6] == ")":
                 break
-            if not text.startswith(",", pos):
-                raise _Failure("expected ','", pos)
+            continue
+        pos = _skip(text, pos)
+        match = _NAME.match(text, pos)
+        if match is None:
+            raise _Failure(
+                "expected a keyword argument (positional arguments and trailing commas are not supported)",
+                pos,
+            )
+        key = match[0]
+        pos = _skip(text, match.end())
+        if not text.startswith("=", pos):
+            raise _Failure("expected '=' (positional arguments are not supported)", pos)
+        value, pos = _value(text, pos + 1, 0)
+        pairs.append((key, value))
+        pos = _skip(text, pos)
+        if text.startswith(")", pos):
             pos += 1
+            break
+        if not text.startswith(",", pos):
+            raise _Failure("expected ','", pos)
+        pos += 1
     return {"name": name, "arguments": _unique(pairs, pos)}, pos
 
 

@@ -78,7 +78,7 @@ class State:
         self.stems = stems
         self.partials = partials
         self.starters = starters
-        # What entering the state sets, in the order `CompiledParser._enter` unpacks it: one unpack
+        # What entering the state sets, in the order `CompiledParser._reset` and `_open` unpack it: one unpack
         # instead of eight attribute reads, since a whole-message parse changes state at every delimiter.
         self.entered = (scan, end_scan, start_char, starts, runs, dirty, stems, partials)
 

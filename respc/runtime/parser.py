@@ -196,25 +196,22 @@ class CompiledParser:
             return prefix
         return prefix[last_end:]
 
-    def _enter(self, state: Any) -> None:
-        """Take the scans and fast-path facts of `state` (one unpack: see `State.entered`)."""
-        (
-            self._scan,
-            self._end_scan,
-            self._start_char,
-            self._starts,
-            self._runs,
-            self._dirty,
-            self._stems,
-            self._partials,
-        ) = self.STATES[state].entered
-
     def _reset(self, entered: bool = False) -> None:
         """Back in the implicit region, as after construction; `entered`: its state is entered already
-        (the region just closed was the implicit one)."""
+        (the region just closed was the implicit one). Entering a state takes its scans and fast-path facts
+        in one unpack (`State.entered`), written out here and in `_open` (a method call costs as much)."""
         current = self._current = self.IMPLICIT
         if not entered:
-            self._enter(current)
+            (
+                self._scan,
+                self._end_scan,
+                self._start_char,
+                self._starts,
+                self._runs,
+                self._dirty,
+                self._stems,
+                self._partials,
+            ) = self.STATES[current].entered
         self._captures: dict[str, str] = {}
         self._parts: list[str] = []
         self._parts_limit = _COALESCE
@@ -786,7 +783,16 @@ class CompiledParser:
 
     def _open(self, events: list[dict] | None, name: Any, match: Any, zero_width: bool) -> None:
         self._current = name
-        self._enter(name)
+        (
+            self._scan,
+            self._end_scan,
+            self._start_char,
+            self._starts,
+            self._runs,
+            self._dirty,
+            self._stems,
+            self._partials,
+        ) = self.STATES[name].entered
         if match is None:
             self._captures = {}
         else:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import regex
 
 from respc.compiler.analysis.starts import first_chars
-from respc.compiler.analysis.syntax import MAXREPEAT, is_plain, parse
+from respc.compiler.analysis.syntax import MAXREPEAT, is_plain, parse, plain_items
 from respc.runtime.scan import RUN_CLASSES
 
 __all__ = ["LEADS", "literal_run", "split_lead"]
@@ -80,11 +80,8 @@ def literal_run(pattern: str) -> tuple[str, str | None] | None:
     run after it: an end-of-stream scan that has found the literal (its `prefix`) needs no regex search.
     Nothing else qualifies: no groups (a match's captures come from the regex), classes or alternations.
     """
-    if not is_plain(pattern):
-        return None
-    try:
-        items = parse(pattern)
-    except Exception:
+    items = plain_items(pattern)
+    if items is None:
         return None
     items = list(items)
     trail = None

@@ -13,7 +13,7 @@ from typing import Any
 
 import regex
 
-from respc.compiler.analysis.syntax import is_plain, parse
+from respc.compiler.analysis.syntax import is_plain, parse, plain_items
 
 __all__ = [
     "Unknown",
@@ -113,11 +113,8 @@ def literal_prefix(pattern: str) -> str:
     An end-of-stream scan finds it with `str.find` before running the regex: no match can start before
     its first occurrence, and none at all if it does not occur.
     """
-    if not is_plain(pattern):
-        return ""
-    try:
-        items = parse(pattern)
-    except Exception:
+    items = plain_items(pattern)
+    if items is None:
         return ""
     prefix = []
     for op, av in items:
@@ -131,11 +128,8 @@ def literal_strings(pattern: str, limit: int = 16) -> tuple[str, ...] | None:
     r"""Every string `pattern` can match, when it is made only of literals, alternations, groups and
     classes of literal characters and they are at most `limit` (a literal alternation such as
     `<\|im_end\|>|<\|endoftext\|>`); None otherwise."""
-    if not is_plain(pattern):
-        return None
-    try:
-        items = parse(pattern)
-    except Exception:
+    items = plain_items(pattern)
+    if items is None:
         return None
 
     def expand(items: Any) -> list[str] | None:

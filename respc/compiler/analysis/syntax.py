@@ -11,7 +11,7 @@ try:  # Python's own regex parser gives the structure of the pattern
 except ImportError:  # pragma: no cover - Python 3.10
     import sre_parse  # type: ignore[no-redef]
 
-__all__ = ["MAXREPEAT", "is_plain", "parse"]
+__all__ = ["MAXREPEAT", "is_plain", "parse", "plain_items"]
 
 MAXREPEAT = sre_parse.MAXREPEAT
 _BAD_ESCAPE = re.compile(r"\\[pPXNmMGKLhHvV]")  # escapes only the `regex` module knows, or reads otherwise
@@ -41,3 +41,14 @@ def parse(pattern: str) -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         return sre_parse.parse(pattern, re.DOTALL)
+
+
+def plain_items(pattern: str) -> Any:
+    """`parse(pattern)` for a pattern in the plain syntax (`is_plain`); None for any other, or one that
+    Python cannot parse (the analyses then know nothing of it)."""
+    if not is_plain(pattern):
+        return None
+    try:
+        return parse(pattern)
+    except Exception:
+        return None

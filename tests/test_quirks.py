@@ -41,6 +41,19 @@ CASES = {
         ["Hello<t>a</t><t>b</t>bye"],
         None,
     ),
+    # A joined field whose default is not a string: the join adds to it with `+`, and fails as `+` does.
+    "join onto a number default": (
+        t({"c": {"repeats": True, "join": " "}, "t": {"open": "<t>", "close": "</t>"}}, defaults={"c": 5}),
+        "",
+        ["Hello<t>a</t>bye"],
+        None,
+    ),
+    "join onto a list default": (
+        t({"t": {"open": "<t>", "close": "</t>", "repeats": True, "join": "-"}}, defaults={"t": ["a"]}),
+        "",
+        ["<t>x</t>"],
+        None,
+    ),
     "Q3 dollar at chunk edge": (BEGIN, "", ["hello\n", "world"], None),
     "Q3 dollar one shot": (BEGIN, "", ["hello\nworld"], None),
     "Q18 legacy explicit close": (

@@ -827,8 +827,8 @@ class CompiledParser:
                         f"got {type(value).__name__}."
                     )
                 previous = output.get(current)
-                # (One join, one copy: `previous + join + value` copies the text so far twice.)
-                output[current] = value if previous is None else "".join((previous, join, value))
+                # (`+` as upstream: a default that is not a string fails as it does there.)
+                output[current] = value if previous is None else previous + join + value
             elif repeats:
                 output.setdefault(current, []).append(value)
             else:

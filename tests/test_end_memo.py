@@ -137,3 +137,25 @@ def test_a_literal_remembered_over_a_long_text_is_found_where_the_oracle_finds_i
     parser = module.ResponseParser("")
     parser.feed(text)
     assert parser.finalize()[0] == oracle_parse(text, module.TEMPLATE, prefix="")
+
+
+def test_a_literal_found_one_character_behind_the_pass_is_searched_again() -> None:
+    """Found by an independent review: a remembered literal that starts just before where the pass now
+    stands (`start == pos - 1`) is no longer ahead, so it must be looked for again. A reuse test off by one
+    (`start < pos - 1`) passed every other test."""
+    template = {
+        "start_anchor": "S",
+        "fields": {
+            "f0": {"open": "<x>", "close": "</x>"},
+            "content": {"close_pattern": r"\s*<", "repeats": True},
+        },
+    }
+    text = "q <x>" + "lorem ipsum dolor sit " * 60
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        module = respc.compile_template(template)
+    expected = oracle_parse(text, template, prefix="")
+    assert module.parse_response(text, prefix="") == expected
+    parser = module.ResponseParser("")
+    parser.feed(text)
+    assert parser.finalize()[0] == expected

@@ -170,6 +170,9 @@ class Delimiter:
         literal, trail = self.literal_run
         if self.lead is None and trail is None:
             return f"(at, at + {len(literal)}, True, None)"
+        # literal_match walks back over the lead run from the literal: sound only because split_lead
+        # never leaves a run character at the start of the rest.
+        assert self.lead is None or literal[0] not in RUN_CLASSES[self.lead][1], self.anchor
         lead = self.run_const if self.lead is not None else "None"
         return f"literal_match(buf, pos, at, {len(literal)}, {lead}, {self.trail_const if trail else 'None'})"
 

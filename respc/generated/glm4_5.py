@@ -196,7 +196,9 @@ def _scan_tool_calls(buf: str, pos: int) -> tuple:
 # a match found from an earlier position is still the leftmost one from any later position up to its
 # start, for a pattern whose match does not depend on where the search starts (the others are searched
 # anew each time), so it is searched again only once the pass has moved past it. Literals are found with
-# `str.find` (cheaper than remembering them) and searches bounded by the best candidate so far stay so.
+# `str.find` (cheaper than remembering them), except the first one watched in a far scan (its index, -1:
+# nowhere after), and searches bounded by the best candidate so far stay so. Keys are the delimiters'
+# constant names, so a literal's int and a regex's tuple never share one.
 
 
 def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:

@@ -48,12 +48,28 @@ def test_container_chunks_raise_type_error_and_do_no_harm() -> None:
     for name in ("smollm", "serving_qwen2", "gemma4"):
         template = TEMPLATES[name]
         for bad in CONTAINER_CHUNKS:
-            for before in ([], ["<think>ok</think>Hi"], ["Hi <tool_ca"]):
+            # (the last: a lead-run state holding a trailing run, set aside in pieces)
+            for before in ([], ["<think>ok</think>Hi"], ["Hi <tool_ca"], ["<think>ok</think>Hi ", "  "]):
                 chunks = [*before, bad, "ll>{}</tool_call> done"]
                 ours, theirs = respc_stream(template, "", chunks), oracle_stream(template, "", chunks)
                 if types_only(ours) != types_only(theirs):
                     differences.append(f"{name} {chunks!r}: respc {ours!r}")
     assert not differences, "\n".join(differences)
+
+
+class Text(str):
+    """A str subclass, as some detokenizers hand out: the fast paths take only str itself."""
+
+
+@pytest.mark.parametrize("name", ["smollm", "serving_qwen2", "gemma4"])
+def test_str_subclass_chunks_parse_as_str(name: str) -> None:
+    template = TEMPLATES[name]
+    text = "<think>a b </think>Hi there  <tool_call>{}</tool_call> done  \n"
+    for size in (1, 2, 3, 4, 7):
+        chunks = [text[i : i + size] for i in range(0, len(text), size)]
+        theirs = oracle_stream(template, "", chunks)
+        for mixed in ([Text(c) for c in chunks], [Text(c) if i % 2 else c for i, c in enumerate(chunks)]):
+            assert_same(respc_stream(template, "", mixed), theirs, template, f"{chunks!r}")
 
 
 @pytest.mark.parametrize("bad", [b"<|im_start|>assistant\n", 5, 0, None, [], ["x"], 1.5, bytearray(b"")])

@@ -43,15 +43,17 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 # after the scalar proves the token ends where the step-by-step reader would end it (a name, a number or
 # a constant cannot go on with whitespace or a separator), so a match reads what the reader reads. What
 # does not match (escapes, nested values, errors, integers out of range, infinite floats) goes the step-
-# by-step way from the same position, which gives its answers and its errors.
+# by-step way from the same position, which gives its answers and its errors. For arguments and pairs the
+# scalar and separator are optional: a match without them (`filters=` before a dict) has read the name (or
+# key) and `=` (or `:`) as the reader would, and `_value` reads the value from there.
 _WS = r"[ \t\n\r]*"
 _KEY = r""""([^"\\\n\r\ud800-\udfff]*)"|'([^'\\\n\r\ud800-\udfff]*)'"""
 _SCALAR = (
     rf"(?:{_KEY}|(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)|(True|False|None|true|false|null))"
 )
-_FAST_ARGUMENT = re.compile(rf"{_WS}({_NAME.pattern}){_WS}={_WS}{_SCALAR}{_WS}([,)])")
+_FAST_ARGUMENT = re.compile(rf"{_WS}({_NAME.pattern}){_WS}={_WS}(?:{_SCALAR}{_WS}([,)]))?")
 _FAST_ITEM = re.compile(rf"{_WS}{_SCALAR}{_WS}([,\]])")
-_FAST_PAIR = re.compile(rf"{_WS}(?:{_KEY}){_WS}:{_WS}{_SCALAR}{_WS}([,}}])")
+_FAST_PAIR = re.compile(rf"{_WS}(?:{_KEY}){_WS}:{_WS}(?:{_SCALAR}{_WS}([,}}]))?")
 _FAST_CALL = re.compile(rf"{_WS}({_NAME.pattern}){_WS}\({_WS}")  # a call's name and "(": as in _FAST_ARGUMENT
 _NOT_FAST = object()
 
@@ -160,6 +162,8 @@ def _call(text: str, pos: int) -> tuple[dict, int]:
         if fast is None:
             break
         key, double, single, number, constant, separator = fast.groups()
+        if separator is None:
+            break  # not a scalar: `_arguments` reads it
         if double is not None:
             value = double
         elif single is not None:
@@ -203,24 +207,28 @@ def _arguments(text: str, pos: int, name: str, pairs: list) -> tuple[dict, int]:
     """The keyword arguments of a call from `pos` (an argument's start) to its `)`, after `pairs`."""
     while True:
         fast = _FAST_ARGUMENT.match(text, pos)
-        if fast is not None and (value := _scalar(fast, 2)) is not _NOT_FAST:
-            pairs.append((fast[1], value))
-            pos = fast.end()
-            if fast[6] == ")":
-                break
-            continue
-        pos = _skip(text, pos)
-        match = _NAME.match(text, pos)
-        if match is None:
-            raise _Failure(
-                "expected a keyword argument (positional arguments and trailing commas are not supported)",
-                pos,
-            )
-        key = match[0]
-        pos = _skip(text, match.end())
-        if not text.startswith("=", pos):
-            raise _Failure("expected '=' (positional arguments are not supported)", pos)
-        value, pos = _value(text, pos + 1, 0)
+        if fast is not None and fast[6] is None:
+            key = fast[1]  # `name =` read: a value that is not a scalar follows
+            value, pos = _value(text, fast.end(), 0)
+        else:
+            if fast is not None and (value := _scalar(fast, 2)) is not _NOT_FAST:
+                pairs.append((fast[1], value))
+                pos = fast.end()
+                if fast[6] == ")":
+                    break
+                continue
+            pos = _skip(text, pos)
+            match = _NAME.match(text, pos)
+            if match is None:
+                raise _Failure(
+                    "expected a keyword argument (positional arguments and trailing commas are not supported)",
+                    pos,
+                )
+            key = match[0]
+            pos = _skip(text, match.end())
+            if not text.startswith("=", pos):
+                raise _Failure("expected '=' (positional arguments are not supported)", pos)
+            value, pos = _value(text, pos + 1, 0)
         pairs.append((key, value))
         pos = _skip(text, pos)
         if text.startswith(")", pos):
@@ -306,20 +314,24 @@ def _dict(text: str, pos: int, depth: int) -> tuple[dict, int]:
     else:
         while True:
             fast = _FAST_PAIR.match(text, pos)
-            if fast is not None and (value := _scalar(fast, 3)) is not _NOT_FAST:
-                pairs.append((fast[1] if fast[1] is not None else fast[2], value))
-                pos = fast.end()
-                if fast[7] == "}":
-                    break
-                continue
-            pos = _skip(text, pos)
-            if not text.startswith(("'", '"'), pos):
-                raise _Failure("dict keys must be strings", pos)
-            key, pos = _string(text, pos)
-            pos = _skip(text, pos)
-            if not text.startswith(":", pos):
-                raise _Failure("expected ':'", pos)
-            value, pos = _value(text, pos + 1, depth)
+            if fast is not None and fast[7] is None:
+                key = fast[1] if fast[1] is not None else fast[2]  # `'key' :` read: not a scalar follows
+                value, pos = _value(text, fast.end(), depth)
+            else:
+                if fast is not None and (value := _scalar(fast, 3)) is not _NOT_FAST:
+                    pairs.append((fast[1] if fast[1] is not None else fast[2], value))
+                    pos = fast.end()
+                    if fast[7] == "}":
+                        break
+                    continue
+                pos = _skip(text, pos)
+                if not text.startswith(("'", '"'), pos):
+                    raise _Failure("dict keys must be strings", pos)
+                key, pos = _string(text, pos)
+                pos = _skip(text, pos)
+                if not text.startswith(":", pos):
+                    raise _Failure("expected ':'", pos)
+                value, pos = _value(text, pos + 1, depth)
             pairs.append((key, value))
             pos = _skip(text, pos)
             if text.startswith("}", pos):

@@ -1,5 +1,6 @@
-"""The end-of-stream pass remembers where it found each regex delimiter (`memo`, issue #17): a match found
-from an earlier position is reused until the pass moves past it. Exactness is the differential suites' job
+"""The end-of-stream pass remembers where it found each regex delimiter, and over a long text the first
+literal a state watches (`memo`, issue #17): a match found from an earlier position is reused until the
+pass moves past it. Exactness is the differential suites' job
 (every whole-message parse goes through it); these tests pin what could go wrong: patterns whose matches
 depend on where the search starts (`\\G`, reverse atomic groups, fuzzy constraints), and the memo doing its
 work (each delimiter searched about once per region it ends, not once per scan)."""
@@ -12,6 +13,18 @@ import pytest
 from transformers.utils.chat_parsing import parse_response as oracle_parse
 
 import respc
+
+
+def _assert_parse_and_stream_as_oracle(template: dict, text: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        module = respc.compile_template(template)
+        expected = oracle_parse(text, template, prefix="")
+    assert module.parse_response(text, prefix="") == expected
+    parser = module.ResponseParser("")
+    parser.feed(text)
+    assert parser.finalize()[0] == expected
+
 
 G_TEMPLATE = {
     "start_anchor": "S",
@@ -35,13 +48,7 @@ G_TEMPLATE = {
     ],
 )
 def test_patterns_anchored_where_the_search_starts_are_searched_anew(text: str) -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        module = respc.compile_template(G_TEMPLATE)
-    assert module.parse_response(text, prefix="") == oracle_parse(text, G_TEMPLATE, prefix="")
-    parser = module.ResponseParser("")
-    parser.feed(text)
-    assert parser.finalize()[0] == oracle_parse(text, G_TEMPLATE, prefix="")
+    _assert_parse_and_stream_as_oracle(G_TEMPLATE, text)
 
 
 # Found by an independent review (helper session): matches that depend on where the search starts
@@ -74,14 +81,7 @@ START_DEPENDENT = [
 
 @pytest.mark.parametrize(("template", "text"), START_DEPENDENT)
 def test_matches_that_depend_on_the_search_start_are_searched_anew(template: dict, text: str) -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        module = respc.compile_template(template)
-        expected = oracle_parse(text, template, prefix="")
-    assert module.parse_response(text, prefix="") == expected
-    parser = module.ResponseParser("")
-    parser.feed(text)
-    assert parser.finalize()[0] == expected
+    _assert_parse_and_stream_as_oracle(template, text)
 
 
 def test_each_delimiter_is_searched_once_per_region_it_ends() -> None:
@@ -150,12 +150,4 @@ def test_a_literal_found_one_character_behind_the_pass_is_searched_again() -> No
             "content": {"close_pattern": r"\s*<", "repeats": True},
         },
     }
-    text = "q <x>" + "lorem ipsum dolor sit " * 60
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        module = respc.compile_template(template)
-    expected = oracle_parse(text, template, prefix="")
-    assert module.parse_response(text, prefix="") == expected
-    parser = module.ResponseParser("")
-    parser.feed(text)
-    assert parser.finalize()[0] == expected
+    _assert_parse_and_stream_as_oracle(template, "q <x>" + "lorem ipsum dolor sit " * 60)

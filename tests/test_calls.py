@@ -166,3 +166,19 @@ def test_long_lists_of_nested_calls() -> None:
     text = "[" + ", ".join(call.replace("{city}", str(i)) for i in range(50)) + "]"
     assert_same(text)
     assert json.loads(json.dumps(ours(text)[1]))[49]["arguments"]["query"] == "weather in 49"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '[f(a={"": [1]})]',  # an empty key before a nested value (the fast pair reads the key, _value the rest)
+        "[f(a={'': {'': None}}, b='')]",
+        '[f(a={"k":[1], \'q\' :{}, "": [{"": ""}]})]',
+        "[f(a= [1], b =\n{'x': [2]})]",
+        '[f(a={"k": [1,]})]',  # errors after the key, inside the nested value
+        '[f(a={"k": })]',
+        "[f(a=)]",
+    ],
+)
+def test_names_and_keys_before_nested_values(text: str) -> None:
+    assert_same(text)

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from conftest import TEMPLATES, assert_same, oracle_parse, oracle_stream, respc_parse, respc_stream
+from oracles import stream_trace
 
 import respc
 
@@ -42,11 +43,18 @@ def test_non_str_chunks_behave_as_upstream(name: str, bad: Any, where: str) -> N
     assert_same(types_only(ours), types_only(theirs), template, f"{chunks!r}")
 
 
+# Templates whose parsers take every fast path: plain (smollm), lead-run (serving_qwen2, qwen3_5), literal
+# lists (gemma4), and discard outside explicit regions, with no implicit field (gpt_oss, cohere).
+FAST_PATH_TEMPLATES = {
+    **{name: TEMPLATES[name] for name in ("smollm", "serving_qwen2", "gemma4")},
+    **{name: respc.load_preset(name).TEMPLATE for name in ("qwen3_5", "gpt_oss", "cohere")},
+}
+
+
 def test_container_chunks_raise_type_error_and_do_no_harm() -> None:
     """A list/tuple/dict chunk: TypeError as upstream, with the parser intact for the next chunk."""
     differences = []
-    for name in ("smollm", "serving_qwen2", "gemma4"):
-        template = TEMPLATES[name]
+    for name, template in FAST_PATH_TEMPLATES.items():
         for bad in CONTAINER_CHUNKS:
             # (the last: a lead-run state holding a trailing run, set aside in pieces)
             for before in ([], ["<think>ok</think>Hi"], ["Hi <tool_ca"], ["<think>ok</think>Hi ", "  "]):
@@ -59,6 +67,33 @@ def test_container_chunks_raise_type_error_and_do_no_harm() -> None:
 
 class Text(str):
     """A str subclass, as some detokenizers hand out: the fast paths take only str itself."""
+
+
+class ClaimsStr(list):
+    """A list whose `__class__` says str, as `unittest.mock.MagicMock(spec=str)` does: only `type()` tells."""
+
+    __class__ = property(lambda self: str)  # type: ignore[assignment]
+
+
+class ClaimsStrHoldsNothing(ClaimsStr):
+    def __contains__(self, item: object) -> bool:
+        return False
+
+
+@pytest.mark.parametrize("name", sorted(FAST_PATH_TEMPLATES))
+@pytest.mark.parametrize("fake", [ClaimsStr, ClaimsStrHoldsNothing])
+def test_objects_that_claim_to_be_str_raise_type_error_as_upstream(name: str, fake: type) -> None:
+    """The fast paths test the chunk's real type: such an object raises TypeError, as upstream's
+    concatenation does, and the parser goes on. (The oracle runs in this process: the fakes do not
+    pickle to its subprocess.)"""
+    from transformers.utils.chat_parsing import ResponseParser as OracleParser
+
+    template = FAST_PATH_TEMPLATES[name]
+    for before in ([], ["Hi"], ["<think>ok</think>Hi"], ["<think>ok</think>Hi ", "  "], ["Hi <tool_ca"]):
+        chunks = [*before, fake(["a"]), " there</tool_call> done"]
+        ours = stream_trace(lambda: respc.ResponseParser(template, ""), chunks)
+        theirs = stream_trace(lambda: OracleParser(template, ""), chunks)
+        assert types_only(ours) == types_only(theirs), f"{name} {chunks!r}: respc {ours!r}"
 
 
 @pytest.mark.parametrize("name", ["smollm", "serving_qwen2", "gemma4"])

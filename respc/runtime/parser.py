@@ -228,10 +228,11 @@ class CompiledParser:
         """Consume the next piece of model output; returns the events it caused."""
         # Plain chunk (see the module docstring). `in` costs a third of a str.find call, but takes a list:
         # any other type (a str subclass too) goes the slower ways, which raise TypeError as upstream.
+        # (`type`, not `__class__`, which an object can fake: a mock made with `spec=str` does.)
         if (
             self._plain
             and text
-            and text.__class__ is str
+            and type(text) is str
             and (self._start_char not in text or self._starts_nothing(text, _find(text, self._start_char)))
         ):
             self._buf = text  # the chunk is all the context the patterns can look back at
@@ -250,7 +251,7 @@ class CompiledParser:
                 return []
             # The held text, if any, is a run (`_run_pieces` are its newest pieces) or a partial match,
             # which holds a start character. (A chunk of another type goes the slower ways, as above.)
-            if text.__class__ is str and (
+            if type(text) is str and (
                 self._start_char not in text or self._starts_nothing(text, _find(text, self._start_char))
             ):
                 if text[-1] not in run:
@@ -324,7 +325,8 @@ class CompiledParser:
                     return [
                         {"type": "region_chunk", "field": self._current, "text": routed, "dirty": self._dirty}
                     ]
-        if self._discard and text and text.__class__ is str and self._start_char not in text:  # (no lead run)
+        # (A discard state watches no lead runs: the lead-run path above never applies there.)
+        if self._discard and text and type(text) is str and self._start_char not in text:
             self._buf = text  # text outside every region is dropped; the chunk is the context kept
             self._pos = len(text)
             return []
@@ -379,13 +381,13 @@ class CompiledParser:
 
         (`feed` of templates without regex delimiters: literals never look back, so the plain-chunk path
         need not even keep the chunk as context.)"""
-        if self._plain and text and text.__class__ is str and self._start_char not in text:  # (as in feed)
+        if self._plain and text and type(text) is str and self._start_char not in text:  # (as in feed)
             parts = self._parts  # `_route`'s append, inlined
             parts.append(text)
             if len(parts) >= self._parts_limit:
                 self._coalesce()
             return [{"type": "region_chunk", "field": self._current, "text": text, "dirty": self._dirty}]
-        if self._discard and text and text.__class__ is str and self._start_char not in text:
+        if self._discard and text and type(text) is str and self._start_char not in text:
             return []  # text outside every region is dropped
         held = self._held
         if held is not None and text:

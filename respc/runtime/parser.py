@@ -11,7 +11,7 @@ bodies as lists of parts, so every feed costs O(chunk + held text).
 
 | path | applies when | does |
 |---|---|---|
-| plain chunk | a region is open, nothing is held, the state watches no lead runs, and the chunk holds no character a watched delimiter starts with | routes the chunk as one event |
+| plain chunk | a region is open, nothing is held, the state watches no lead runs, and the chunk (a `str`, not a subclass) holds no character a watched delimiter starts with | routes the chunk as one event |
 | lead run | the state watches `\\s*<x>`-style delimiters of one run class, and neither the chunk nor the held text holds a start character | routes up to the chunk's trailing run and holds the run (a chunk that is all run is set aside, not copied) |
 | held prefix | the held text, chunk added, is still a proper prefix of a stem (or a partial match of the regex holding it) | grows the buffer |
 | fresh hold (`_hold_stem`) | nothing is held and the chunk ends with a proper prefix of a stem, after text with no start character | routes that text (plain or discard states) and holds the rest |

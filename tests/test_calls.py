@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from transformers.utils.chat_parsing.content_parsers import _python_call_list as oracle_call_list
 
-from respc.runtime.calls import parse_python_call_list
+from respc.runtime.calls import _PLAIN_LIST, parse_python_call_list
 from respc.runtime.targets import get_target
 
 RELEASE = get_target("5.24")
@@ -181,4 +181,37 @@ def test_long_lists_of_nested_calls() -> None:
     ],
 )
 def test_names_and_keys_before_nested_values(text: str) -> None:
+    assert_same(text)
+
+
+PLAIN_LISTS = [
+    "[get_weather(city='Paris', days=3), search(query=\"forecast\", limit=5)]",
+    "[f(a='', b=\"\", c='x', d=\"y\")]",
+    "[f(a=True, b=true, c=False, d=false, e=None, f=null)]",
+    "[f(a=0, b=-0, c=-12, d=1.5, e=-0.25e-3, f=2E+10, g=9007199254740991, h=-9007199254740991)]",
+    " \n[ \tns.get-x ( a = 1 ,b='q' ) , g( ) ,h()]\r\n",
+    "[]",
+    "[ ]",
+    "[f()]",
+    "[f(s='he said \"hi\"', t=\"it's\", u='é😀', v='(a=1), g(b=2)')]",
+    # where the reader answers after all: a repeated name, an integer or a float out of range
+    "[f(a=1, b=2, a=3)]",
+    "[f(a=9007199254740992)]",
+    "[f(a=123456789012345678)]",
+    "[f(a=1e400)]",
+]
+
+
+@pytest.mark.parametrize("text", PLAIN_LISTS)
+def test_lists_of_calls_with_scalar_arguments(text: str) -> None:
+    """One match proves such a list and one findall reads its tokens (`_PLAIN_LIST`)."""
+    assert _PLAIN_LIST.fullmatch(text) is not None
+    assert_same(text)
+
+
+@pytest.mark.parametrize(
+    "text", ["[f(a=1,)]", "[f(a=1)],", "[f(a=1) g(b=2)]", "[f(a=Truex)]", "[f(a='\\n')]"]
+)
+def test_lists_that_are_not_plain_are_read_step_by_step(text: str) -> None:
+    assert _PLAIN_LIST.fullmatch(text) is None
     assert_same(text)

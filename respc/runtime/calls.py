@@ -47,15 +47,26 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 # scalar and separator are optional: a match without them (`filters=` before a dict) has read the name (or
 # key) and `=` (or `:`) as the reader would, and `_value` reads the value from there.
 _WS = r"[ \t\n\r]*"
-_KEY = r""""([^"\\\n\r\ud800-\udfff]*)"|'([^'\\\n\r\ud800-\udfff]*)'"""
-_SCALAR = (
-    rf"(?:{_KEY}|(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)|(True|False|None|true|false|null))"
-)
+_DOUBLE, _SINGLE = r'"[^"\\\n\r\ud800-\udfff]*"', r"'[^'\\\n\r\ud800-\udfff]*'"  # no escape, no surrogate
+_NUMBER_TEXT = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
+_CONSTANT_TEXT = r"True|False|None|true|false|null"
+_KEY = f"\"({_DOUBLE[1:-1]})\"|'({_SINGLE[1:-1]})'"  # the same strings, their bodies captured
+_SCALAR = rf"(?:{_KEY}|({_NUMBER_TEXT})|({_CONSTANT_TEXT}))"
 _FAST_ARGUMENT = re.compile(rf"{_WS}({_NAME.pattern}){_WS}={_WS}(?:{_SCALAR}{_WS}([,)]))?")
 _FAST_ITEM = re.compile(rf"{_WS}{_SCALAR}{_WS}([,\]])")
 _FAST_PAIR = re.compile(rf"{_WS}(?:{_KEY}){_WS}:{_WS}(?:{_SCALAR}{_WS}([,}}]))?")
 _FAST_CALL = re.compile(rf"{_WS}({_NAME.pattern}){_WS}\({_WS}")  # a call's name and "(": as in _FAST_ARGUMENT
 _NOT_FAST = object()
+
+# Commonest of all, a whole list whose calls take only such scalars (`[f(a=1, b='x'), g()]`): one `re`
+# match proves the text is one, and one `findall` reads its tokens, a call's `name(` or an argument's
+# `name = scalar`. Once the list has matched, the tokens are the grammar's (no token can start in the
+# whitespace, commas and brackets between them, and each scalar is read whole as in the fast matches
+# above). A name repeated in a call, an integer out of range or an infinite float: the reader answers.
+_PLAIN_ARGUMENT = rf"{_NAME.pattern}{_WS}={_WS}(?:{_DOUBLE}|{_SINGLE}|{_NUMBER_TEXT}|{_CONSTANT_TEXT})"
+_PLAIN_CALL = rf"{_NAME.pattern}{_WS}\({_WS}(?:{_PLAIN_ARGUMENT}(?:{_WS},{_WS}{_PLAIN_ARGUMENT})*{_WS})?\)"
+_PLAIN_LIST = re.compile(rf"{_WS}\[{_WS}(?:{_PLAIN_CALL}(?:{_WS},{_WS}{_PLAIN_CALL})*{_WS})?\]{_WS}")
+_PLAIN_TOKEN = re.compile(rf"({_NAME.pattern}){_WS}(?:(\()|={_WS}{_SCALAR})")
 
 
 def _scalar(match: re.Match, at: int) -> Any:
@@ -100,12 +111,38 @@ class _Failure(Exception):
 
 def parse_python_call_list(text: str, args: dict, target: Target) -> list[dict]:
     """Parse a list of keyword-argument calls into `[{"name": ..., "arguments": {...}}, ...]`."""
+    if type(text) is str and _PLAIN_LIST.fullmatch(text) is not None:
+        calls = _plain_call_list(text)
+        if calls is not None:
+            return calls
     try:
         return _call_list(text)
     except _Failure as failure:
         raise ValueError(
             f"python-call-list: {failure.message} at position {failure.position}.\nContent: {text!r}"
         ) from None
+
+
+def _plain_call_list(text: str) -> list[dict] | None:
+    """The calls of a text `_PLAIN_LIST` matches, or None where the reader must answer."""
+    calls = []
+    arguments: dict = {}
+    for name, paren, double, single, number, constant in _PLAIN_TOKEN.findall(text):
+        if paren:
+            arguments = {}
+            calls.append({"name": name, "arguments": arguments})
+        elif name in arguments:
+            return None
+        elif number:
+            value = _number(number)
+            if value is _NOT_FAST:
+                return None
+            arguments[name] = value
+        elif constant:
+            arguments[name] = _CONSTANTS[constant]
+        else:
+            arguments[name] = double or single  # (both empty for an empty string)
+    return calls
 
 
 def _skip(text: str, pos: int) -> int:

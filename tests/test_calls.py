@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from transformers.utils.chat_parsing.content_parsers import _python_call_list as oracle_call_list
 
-from respc.runtime.calls import _PLAIN_LIST, parse_python_call_list
+from respc.runtime.calls import _PLAIN_LIMIT, _PLAIN_LIST, parse_python_call_list
 from respc.runtime.targets import get_target
 
 RELEASE = get_target("5.24")
@@ -199,6 +199,8 @@ PLAIN_LISTS = [
     "[f(a=9007199254740992)]",
     "[f(a=123456789012345678)]",
     "[f(a=1e400)]",
+    # plain, but read by the reader: a bracket in a string (the quick test before the match counts them)
+    "[f(q='[x]'), g(r=\"{y}\")]",
 ]
 
 
@@ -209,9 +211,33 @@ def test_lists_of_calls_with_scalar_arguments(text: str) -> None:
     assert_same(text)
 
 
-@pytest.mark.parametrize(
-    "text", ["[f(a=1,)]", "[f(a=1)],", "[f(a=1) g(b=2)]", "[f(a=Truex)]", "[f(a='\\n')]"]
-)
+NOT_PLAIN_LISTS = [
+    "[f(a=1,)]",
+    "[f(a=1)],",
+    "[f(a=1) g(b=2)]",
+    "[f(a=Truex)]",
+    "[f(a=NaN)]",
+    "[f(a=Nonex)]",
+    "[f(a='\\n')]",
+    "[f(a='x\ny')]",  # a raw line break in a string
+    "[f(a='\ud800')]",  # a lone surrogate
+    "\x0b[f(a=1)]",  # whitespace the grammar does not take: \v, \xa0, \u2028
+    "[f(a=1)]\xa0",
+    "[f\x0b(a=1)]",
+    "[f(a=\u20281)]",
+    "[f(a=1, b=[2])]",
+    "[f(a={})]",
+]
+
+
+@pytest.mark.parametrize("text", NOT_PLAIN_LISTS)
 def test_lists_that_are_not_plain_are_read_step_by_step(text: str) -> None:
     assert _PLAIN_LIST.fullmatch(text) is None
+    assert_same(text)
+
+
+def test_a_long_plain_list_is_read_by_the_reader() -> None:
+    """Past `_PLAIN_LIMIT` characters the match's memory outweighs its gain: the reader answers alike."""
+    text = "[" + ", ".join(f"f_{i}(a={i}, b='x')" for i in range(2000)) + "]"
+    assert len(text) > _PLAIN_LIMIT and _PLAIN_LIST.fullmatch(text) is not None
     assert_same(text)

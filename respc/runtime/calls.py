@@ -66,6 +66,9 @@ _NOT_FAST = object()
 _PLAIN_ARGUMENT = rf"{_NAME.pattern}{_WS}={_WS}(?:{_DOUBLE}|{_SINGLE}|{_NUMBER_TEXT}|{_CONSTANT_TEXT})"
 _PLAIN_CALL = rf"{_NAME.pattern}{_WS}\({_WS}(?:{_PLAIN_ARGUMENT}(?:{_WS},{_WS}{_PLAIN_ARGUMENT})*{_WS})?\)"
 _PLAIN_LIST = re.compile(rf"{_WS}\[{_WS}(?:{_PLAIN_CALL}(?:{_WS},{_WS}{_PLAIN_CALL})*{_WS})?\]{_WS}")
+# Longer lists go to the reader: the match's backtracking state (about 170 bytes a character) would
+# outweigh the time it saves.
+_PLAIN_LIMIT = 16_384
 _PLAIN_TOKEN = re.compile(rf"({_NAME.pattern}){_WS}(?:(\()|={_WS}{_SCALAR})")
 
 
@@ -111,7 +114,14 @@ class _Failure(Exception):
 
 def parse_python_call_list(text: str, args: dict, target: Target) -> list[dict]:
     """Parse a list of keyword-argument calls into `[{"name": ..., "arguments": {...}}, ...]`."""
-    if type(text) is str and _PLAIN_LIST.fullmatch(text) is not None:
+    if (
+        type(text) is str
+        and len(text) <= _PLAIN_LIMIT
+        and "\\" not in text  # (an escape, a nested dict or list: it would not match, after a long try)
+        and "{" not in text
+        and text.count("[") == 1
+        and _PLAIN_LIST.fullmatch(text) is not None
+    ):
         calls = _plain_call_list(text)
         if calls is not None:
             return calls

@@ -254,16 +254,16 @@ def _arguments(text: str, pos: int, name: str, pairs: list) -> tuple[dict, int]:
     """The keyword arguments of a call from `pos` (an argument's start) to its `)`, after `pairs`."""
     while True:
         fast = _FAST_ARGUMENT.match(text, pos)
+        if fast is not None and fast[6] is not None and (value := _scalar(fast, 2)) is not _NOT_FAST:
+            pairs.append((fast[1], value))
+            pos = fast.end()
+            if fast[6] == ")":
+                break
+            continue
         if fast is not None and fast[6] is None:
             key = fast[1]  # `name =` read: a value that is not a scalar follows
             value, pos = _value(text, fast.end(), 0)
         else:
-            if fast is not None and (value := _scalar(fast, 2)) is not _NOT_FAST:
-                pairs.append((fast[1], value))
-                pos = fast.end()
-                if fast[6] == ")":
-                    break
-                continue
             pos = _skip(text, pos)
             match = _NAME.match(text, pos)
             if match is None:
@@ -361,16 +361,16 @@ def _dict(text: str, pos: int, depth: int) -> tuple[dict, int]:
     else:
         while True:
             fast = _FAST_PAIR.match(text, pos)
+            if fast is not None and fast[7] is not None and (value := _scalar(fast, 3)) is not _NOT_FAST:
+                pairs.append((fast[1] if fast[1] is not None else fast[2], value))
+                pos = fast.end()
+                if fast[7] == "}":
+                    break
+                continue
             if fast is not None and fast[7] is None:
                 key = fast[1] if fast[1] is not None else fast[2]  # `'key' :` read: not a scalar follows
                 value, pos = _value(text, fast.end(), depth)
             else:
-                if fast is not None and (value := _scalar(fast, 3)) is not _NOT_FAST:
-                    pairs.append((fast[1] if fast[1] is not None else fast[2], value))
-                    pos = fast.end()
-                    if fast[7] == "}":
-                        break
-                    continue
                 pos = _skip(text, pos)
                 if not text.startswith(("'", '"'), pos):
                     raise _Failure("dict keys must be strings", pos)

@@ -30,11 +30,11 @@ from respc.compiler.analysis import (
     split_lead,
     stable_end,
 )
-from respc.compiler.spec import Anchor, Field, Spec, TemplateError
 from respc.compiler.transforms import transform_expression
 from respc.runtime.content import DIRTY_PARSERS
 from respc.runtime.scan import RUN_CLASSES
 from respc.runtime.targets import Target
+from respc.spec import Anchor, Field, Spec, TemplateError
 
 __all__ = ["Delimiter", "FieldPlan", "ParserPlan", "State", "describe_anchor", "plan_parser"]
 

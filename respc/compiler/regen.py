@@ -17,8 +17,8 @@ from respc._io import InputError, read_json, read_text, write_atomic
 from respc._literal import py_literal
 from respc.compiler import generate_source
 from respc.compiler.format import format_source
-from respc.compiler.spec import TemplateError
 from respc.runtime.targets import SUPPORTED_TARGETS
+from respc.spec import TemplateError
 
 __all__ = ["PACKAGE", "Drift", "expected_outputs", "preset_table", "regen", "update_readme"]
 

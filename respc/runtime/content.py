@@ -109,7 +109,8 @@ def _unquoted_key_outside_strings_ascii() -> Any:
     """`re`'s twin of the pattern above for ASCII text, about twice as fast: with the ASCII flag `\\s` and
     `\\w` mean on ASCII text what they mean to `regex`, and without DOTALL, as upstream compiles it. The
     string's two alternatives start with different characters (a backslash, anything else) and the key's
-    runs are of disjoint classes, so `re` never backtracks far; tests/test_runtime.py compares the two."""
+    runs are of disjoint classes, so `re` never backtracks far; tests/runtime/test_runtime.py compares the two.
+    """
     import re
 
     return re.compile(_KEY_OUTSIDE_STRINGS, re.ASCII)

@@ -62,38 +62,42 @@ def compile_template(
     template: Any, *, target: str | None = None, cache: str | os.PathLike | None = None
 ) -> types.ModuleType:
     """The parser module for `template` and `target`, compiled once per process. With `cache` (a
-    directory), also kept on disk there and loaded from it by later processes."""
+    directory), also kept on disk there, where later processes load it without compiling."""
     release = get_target(target).name
     digest = template_hash(template)
     key = f"{release}-{digest}"
-    module = _MEMORY.get(key)
-    if module is not None:
-        return module
-    with _LOCK:  # one compile per template even when many threads ask at once
-        module = _MEMORY.get(key)
-        if module is None:
-            if cache is None:
-                source = generate_source(template, name=f"<respc {key[:17]}>", target=release)
-                module = load_module(source, f"<respc-generated-{key[:17]}>")
-            else:
-                module = _through_disk(template, digest, release, cache)
-            _MEMORY[key] = module
-    return module
+    entry = _MEMORY.get(key)
+    if entry is None or cache is not None:
+        with _LOCK:  # one compile per template even when many threads ask at once
+            entry = _MEMORY.get(key)
+            if entry is None:
+                entry = _MEMORY[key] = _compile(template, digest, release, cache)
+            elif cache is not None:
+                from respc import _disk_cache
+
+                _disk_cache.keep(_disk_cache.path_for(cache, digest, release), entry[1])
+    return entry[0]
 
 
-def _through_disk(template: Any, key: str, release: str, cache: str | os.PathLike) -> types.ModuleType:
-    """The module from the disk cache, or compiled and stored there (`respc._disk_cache`)."""
-    from respc import _disk_cache
+def _compile(
+    template: Any, digest: str, release: str, cache: str | os.PathLike | None
+) -> tuple[types.ModuleType, str]:
+    """The module and its source: from the disk cache when `cache` holds it, else compiled (and stored
+    there). The source names the template by its hash, so memory and disk hold the same bytes."""
+    path = None
+    if cache is not None:
+        from respc import _disk_cache
 
-    path = _disk_cache.path_for(cache, key, release)
-    module = _disk_cache.load(path, key, release, load_module)
-    if module is None:
-        source = generate_source(
-            template, name="tokenizer_config.json", regenerate="respc compile MODEL_DIR", target=release
-        )
-        _disk_cache.store(path, source)
-        module = load_module(source, str(path))
-    return module
+        path = _disk_cache.path_for(cache, digest, release)
+        found = _disk_cache.load(path, digest, release, load_module)
+        if found is not None:
+            return found
+    name = f"<template {digest[:12]}>"
+    source = generate_source(template, name=name, target=release, regenerate="respc compile SOURCE")
+    if path is None:
+        return load_module(source, f"<respc-generated-{release}-{digest[:12]}>"), source
+    _disk_cache.store(path, source)
+    return load_module(source, str(path)), source
 
 
 def cache_dir() -> Path:

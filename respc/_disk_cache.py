@@ -41,9 +41,10 @@ def path_for(cache: str | os.PathLike, key: str, release: str) -> Path:
 
 def load(
     path: Path, key: str, release: str, load_module: Callable[[str, str], types.ModuleType]
-) -> types.ModuleType | None:
-    """The cached module at `path`, or None when there is none. A damaged file, or one another user
-    could have written, counts as none (with a warning), so it is compiled and written again."""
+) -> tuple[types.ModuleType, str] | None:
+    """The cached module at `path` and its source, or None when there is none. A damaged file, or one
+    another user could have written, counts as none (with a warning), so it is compiled and written
+    again."""
     if not path.is_file():
         return None
     try:
@@ -64,7 +65,13 @@ def load(
     except Exception as error:  # any damage at all means: compile again
         logger.warning("respc: rebuilding cached parser %s: %s", path, error)
         return None
-    return module
+    return module, source
+
+
+def keep(path: Path, source: str) -> None:
+    """Store `source` at `path` unless a file is there already."""
+    if not path.is_file():
+        store(path, source)
 
 
 def store(path: Path, source: str) -> None:

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import io
 import json
-import logging
-import shutil
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -134,60 +133,81 @@ def _cache_files(directory: Path) -> list[Path]:
     return sorted(p for p in directory.rglob("*") if p.is_file())
 
 
-def test_the_second_call_loads_from_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+_LOAD = """
+import json, sys
+blocked = sys.argv[3] == "blocked"
+if blocked:
+    for name in ("jinja2", "black"):
+        sys.modules[name] = None  # as on a runtime-only install: loading must not compile
+import respc
+module = respc.compile_template(json.loads(sys.argv[1]), cache=sys.argv[2])
+print(module.__file__)
+print(sorted(m for m in sys.modules if m.startswith("respc.compiler")))
+"""
+
+
+def _load(template: Any, cache: Path, blocked: bool = True) -> subprocess.CompletedProcess:
+    """`respc.compile_template(template, cache=cache)` in a fresh process (an empty in-memory cache)."""
+    args = [json.dumps(template), str(cache), "blocked" if blocked else "free"]
+    return subprocess.run([sys.executable, "-c", _LOAD, *args], capture_output=True, text=True)
+
+
+def test_a_later_process_loads_from_disk_without_compiling(tmp_path: Path) -> None:
     template = TEMPLATES["gemma4"]
-    first = model.cached_module(template, cache=tmp_path / "a")
+    first = respc.compile_template(template, cache=tmp_path / "a")
     (cached,) = _cache_files(tmp_path / "a")
-    assert cached.name == f"{model.template_key(template)}-{respc.DEFAULT_TARGET}.py"
-    assert first.__file__ == str(cached)
-    shutil.copytree(tmp_path / "a", tmp_path / "b")  # a new cache path, so not the in-process cache
-
-    def no_compiling(*args: Any, **kwargs: Any) -> str:
-        raise AssertionError("compiled although the cache holds the module")
-
-    monkeypatch.setattr("respc.compiler.generate_source", no_compiling)
-    second = model.cached_module(template, cache=tmp_path / "b")
-    assert second.__file__.startswith(str(tmp_path / "b"))
+    assert cached.name.endswith(f"-{respc.DEFAULT_TARGET}.py") and first.__file__ == str(cached)
+    assert respc.compile_template(template, cache=tmp_path / "a") is first  # once per process
+    done = _load(template, tmp_path / "a")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [str(cached), "[]"]
     text = '<|channel>thought\nhm<channel|>Hi<|tool_call>call:f{a:<|"|>x<|"|>}<tool_call|>'
-    assert second.parse_response(text, prefix="") == first.parse_response(text, prefix="")
-    monkeypatch.setenv(model.CACHE_ENV, str(tmp_path / "b"))
-    assert model.cache_dir() == tmp_path / "b"
-    assert model.cached_module(template) is second
+    assert first.parse_response(text, prefix="") == respc.compile_template(template).parse_response(
+        text, prefix=""
+    )
+
+
+def test_the_default_cache_directory_follows_the_environment(tmp_path: Path) -> None:
+    directory = model_dir(tmp_path, response_template=TEMPLATES["smollm"])
+    env = {**os.environ, model.CACHE_ENV: str(tmp_path / "cache")}
+    script = "import respc, sys; respc.for_model(sys.argv[1]); print('ok')"
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(directory)], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert [p.suffix for p in _cache_files(tmp_path / "cache")] == [".py"]
 
 
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "other template", "empty", "world-writable"])
-def test_a_damaged_cache_file_is_rebuilt(
-    damage: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_a_damaged_cache_file_is_rebuilt(damage: str, tmp_path: Path) -> None:
     template = TEMPLATES["smollm"]
-    model.cached_module(template, cache=tmp_path / "a")
-    (good,) = _cache_files(tmp_path / "a")
-    source = good.read_text(encoding="utf-8")
-    shutil.copytree(tmp_path / "a", tmp_path / "b")
-    (path,) = _cache_files(tmp_path / "b")
+    respc.compile_template(template, cache=tmp_path / "cache")
+    (path,) = _cache_files(tmp_path / "cache")
+    source = path.read_text(encoding="utf-8")
     if damage == "garbage":
         path.write_bytes(b"\x00\xff not python")
     elif damage == "truncated":
         path.write_text(source[: len(source) // 2], encoding="utf-8")
     elif damage == "other template":
         other = respc.generate_source(TEMPLATES["qwen3"], name="tokenizer_config.json")
-        claimed = other.replace(model.template_key(TEMPLATES["qwen3"]), model.template_key(template))
-        path.write_text(claimed, encoding="utf-8")
+        digest = source.split("# template-sha256: ", 1)[1].split("\n", 1)[0]
+        claimed = other.split("# template-sha256: ", 1)
+        claimed[1] = digest + claimed[1][len(digest) :]
+        path.write_text("# template-sha256: ".join(claimed), encoding="utf-8")
     elif damage == "empty":
         path.write_text("", encoding="utf-8")
     else:
         path.chmod(0o666)
-    with caplog.at_level(logging.WARNING, logger="respc"):
-        module = model.cached_module(template, cache=tmp_path / "b")
-    assert "rebuilding cached parser" in caplog.text
-    assert module.TEMPLATE == template
+    done = _load(template, tmp_path / "cache", blocked=False)
+    assert done.returncode == 0, done.stderr
+    assert "rebuilding cached parser" in done.stderr
     assert path.read_text(encoding="utf-8") == source
-    assert [p.name for p in _cache_files(tmp_path / "b")] == [path.name]  # no temporary files left
+    assert [p.name for p in _cache_files(tmp_path / "cache")] == [path.name]  # no temporary files left
 
 
 _RACE = """
 import os, sys, time
-import respc.model as model
+import respc
 while not os.path.exists(sys.argv[2]):
     time.sleep(0.005)
 template = {
@@ -195,7 +215,7 @@ template = {
     "start_anchor": "<|assistant|>",
     "fields": {"content": {"close": "<|end|>", "content": "text"}},
 }
-module = model.cached_module(template, cache=sys.argv[1])
+module = respc.compile_template(template, cache=sys.argv[1])
 assert module.parse_response("hi<|end|>", prefix="") == {"role": "assistant", "content": "hi"}
 """
 

@@ -9,6 +9,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).parents[2]
 PACKAGE = ROOT / "respc"
 
@@ -96,36 +98,72 @@ def _within(prefixes: tuple[str, ...], module: str) -> bool:
     return any(module == prefix or module.startswith(prefix + ".") for prefix in prefixes)
 
 
+SHARED = ("respc._hash", "respc._literal", "respc._io", "respc._version")
+# What each part may import of respc (besides itself). Everything but the compiler reaches the compiler
+# through one door, respc._compile; nothing but the entry point imports the command line.
+ALLOWED = {
+    "respc.runtime": (),
+    "respc.spec": ("respc.runtime", *SHARED),
+    "respc.compiler": ("respc.runtime", "respc.spec", *SHARED),
+    "respc.serving": ("respc.runtime", "respc.spec", *SHARED),
+    "respc.registry": ("respc.runtime", "respc.generated", "respc._compile", *SHARED),
+    "respc.model": ("respc.runtime", "respc.spec", "respc.registry", "respc._compile", *SHARED),
+    "respc.batch": (
+        "respc.runtime",
+        "respc.spec",
+        "respc.registry",
+        "respc.model",
+        "respc.serving",
+        "respc._compile",
+        *SHARED,
+    ),
+}
+
+
 def test_dependencies_point_down() -> None:
-    """runtime depends on nothing else of respc; the compiler on the runtime and the shared helpers;
-    nothing but the entry point imports the command line."""
-    shared = ("respc._hash", "respc._literal", "respc._io", "respc._version")
+    """Each part imports only the parts below it (ALLOWED); the shared helpers import only each other."""
     for module, imported in GRAPH.items():
         for other in imported:
-            if _within(("respc.runtime",), module):
-                assert _within(("respc.runtime",), other), f"{module} imports {other}"
-            if _within(("respc.compiler",), module):
-                assert _within(
-                    ("respc.compiler", "respc.runtime", *shared), other
-                ), f"{module} imports {other}"
+            for part, allowed in ALLOWED.items():
+                if _within((part,), module):
+                    assert _within((part, *allowed), other), f"{module} imports {other}"
+            if _within(("respc.compiler",), other):
+                assert _within(("respc.compiler", "respc._compile"), module), f"{module} imports {other}"
             if _within(("respc.cli",), other):
                 assert _within(("respc.cli", "respc.__main__"), module), f"{module} imports {other}"
-            if module in shared:
-                assert other in shared, f"{module} imports {other}"
+            if module in SHARED:
+                assert other in SHARED, f"{module} imports {other}"
+
+
+def test_the_layering_check_finds_a_forbidden_import() -> None:
+    GRAPH["respc.serving.deltas"].add("respc.compiler.plan")
+    try:
+        with pytest.raises(AssertionError, match="respc.serving.deltas imports respc.compiler.plan"):
+            test_dependencies_point_down()
+    finally:
+        GRAPH["respc.serving.deltas"].discard("respc.compiler.plan")
 
 
 def test_hashing_and_loading_a_parser_need_no_compiler() -> None:
-    """A runtime-only install (no jinja2, no black): hashing any template, loading presets and parsing."""
+    """A runtime-only install (no jinja2, no black): hashing any template, loading presets, parsing and
+    validating templates (`respc.TemplateError`)."""
     script = textwrap.dedent("""
         import sys
         for blocked in ("jinja2", "black"):
             sys.modules[blocked] = None  # `import jinja2` now raises ImportError, as on such an install
         import respc, respc.model
-        print(respc.model.template_key({"fields": ("tuple",), "start_anchor": b"bytes"})[:8])
+        from respc._hash import template_hash
+        print(template_hash({"fields": ("tuple",), "start_anchor": b"bytes"})[:8])
         print(respc.load_preset("qwen3").parse_response("<think>a</think>b", prefix="")["content"])
+        from respc.spec import load_template
+        try:
+            load_template({"fields": {"x": {"open": 5}}, "start_anchor": "<a>"})
+        except respc.TemplateError as error:  # validation needs no compiler extra
+            print(error)
         print(sorted(m for m in sys.modules if m.startswith("respc.compiler")))
         """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert len(lines[0]) == 8 and lines[1:] == ["b", "[]"]
+    assert len(lines[0]) == 8
+    assert lines[1:] == ["b", "Field 'x': 'open' must be a string or list of strings, got int", "[]"]

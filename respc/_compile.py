@@ -12,7 +12,6 @@ import _thread  # threading.Lock is _thread.allocate_lock; threading itself cost
 import os
 import types
 
-from respc._hash import template_hash
 from respc.runtime.targets import get_target
 
 TYPE_CHECKING = False  # typing costs ~5 ms to import: keep it off a generated module's import path
@@ -63,6 +62,8 @@ def compile_template(
 ) -> types.ModuleType:
     """The parser module for `template` and `target`, compiled once per process. With `cache` (a
     directory), also kept on disk there, where later processes load it without compiling."""
+    from respc._hash import template_hash  # here: it imports json and typing, which parsers do not need
+
     release = get_target(target).name
     digest = template_hash(template)
     key = f"{release}-{digest}"

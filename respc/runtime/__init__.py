@@ -15,4 +15,4 @@ against; the runtime refuses, with one line, a module written for another (`resp
 presets, `respc compile` any other module).
 """
 
-CONTRACT = 2
+CONTRACT = 3

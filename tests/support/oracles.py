@@ -163,7 +163,7 @@ def _serve(request: tuple) -> Any:
     if kind == "load":
         return load_outcome(args)
     if kind == "call":  # a function of tests/support/oracle_calls.py, for the tokenizer entry points
-        import oracle_calls
+        from support import oracle_calls
 
         name, call_args = args
         return run_calls([lambda: getattr(oracle_calls, name)(*call_args)], deadline)
@@ -226,11 +226,11 @@ class WorkerOracle:
     def _start(self) -> subprocess.Popen:
         env = dict(
             os.environ,
-            PYTHONPATH=os.pathsep.join([str(self.path), str(Path(__file__).parent)]),
+            PYTHONPATH=os.pathsep.join([str(self.path), str(Path(__file__).parents[1])]),
             TRANSFORMERS_VERBOSITY="error",
         )
         return subprocess.Popen(
-            [sys.executable, "-c", "import oracles; oracles.worker_main()"],
+            [sys.executable, "-c", "from support import oracles; oracles.worker_main()"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,

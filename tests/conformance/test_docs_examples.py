@@ -203,8 +203,8 @@ def matches(text: str, result: list | None) -> bool:
 
 def run_all(path: Path) -> dict[str, dict[str, list]]:
     """Every engine's results for `path`, the engines running side by side."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    from oracles import install
+    sys.path.insert(0, str(ROOT / "tests"))  # (also run as a script: `fill`)
+    from support.oracles import install
 
     pythonpath = os.environ.get("PYTHONPATH", "")
     paths = {"5.23": f"{install('5.23')}{os.pathsep}{pythonpath}"}

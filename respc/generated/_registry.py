@@ -21,7 +21,7 @@ PRESETS = {
         "min_target": "5.23",
         "special_tokens": True,
         "prefill": "'' (prompt ends at the anchor '<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>')",
-        "confirmed": "Equals transformers' upstream test template cohere_template (tests/utils/test_chat_parsing.py, verbatim in /work/main/tests/fixtures/templates/cohere.json) with 'thinking' renamed to 'reasoning_content'.",
+        "confirmed": "Equals transformers' upstream test template cohere_template (tests/utils/test_chat_parsing.py, verbatim in tests/fixtures/templates/cohere.json) with 'thinking' renamed to 'reasoning_content'.",
         "notes": "Equal to the upstream test template except the field name. No implicit field: <|END_OF_TURN_TOKEN|> and stray text go to the null sink. The action array carries a tool_call_id per call, but the upstream transform_each keeps only tool_name/parameters, so no 'id' is emitted (kept as-is to stay equal to upstream). Command R7B puts its tool plan in <|START_THINKING|>. <|END_OF_TURN_TOKEN|> also closes a response whose <|END_RESPONSE|> was stripped.",
     },
     "deepseek_r1": {
@@ -95,7 +95,7 @@ PRESETS = {
         "min_target": "5.23",
         "special_tokens": True,
         "prefill": "'' — the generation prompt ends with 'Assistant:' or 'Assistant: ' (a trailing space is harmless, quirk Q22); the model starts reasoning without an opening <think>",
-        "confirmed": "Equals transformers' upstream test template ernie_template (tests/utils/test_chat_parsing.py, verbatim in /work/main/tests/fixtures/templates/ernie.json) with 'thinking' renamed to 'reasoning_content'. Output shape cross-read in vllm-project/vllm vllm/frontend/processing/reasoning/ernie45_reasoning_parser.py ('abc\\n</think>\\n\\n<response>\\ndef\\n</response>') and rust/src/parser/src/tool/json/ernie45.rs.",
+        "confirmed": "Equals transformers' upstream test template ernie_template (tests/utils/test_chat_parsing.py, verbatim in tests/fixtures/templates/ernie.json) with 'thinking' renamed to 'reasoning_content'. Output shape cross-read in vllm-project/vllm vllm/frontend/processing/reasoning/ernie45_reasoning_parser.py ('abc\\n</think>\\n\\n<response>\\ndef\\n</response>') and rust/src/parser/src/tool/json/ernie45.rs.",
         "notes": "Equal to the upstream test template except the field name. Only for the Thinking models: reasoning opens zero-width at the start (^), so a non-thinking ERNIE output would land entirely in reasoning_content. Limitations of the upstream template, kept and documented as fixture cases: an answer without <response> is dropped (no implicit field); a model-written leading <think> stays inside reasoning because the ^ alternative matches first. special_tokens set conservatively (whether <think>/<response>/<tool_call> are special was not verified; keeping special tokens is safe here).",
     },
     "gemma3_pythonic": {
@@ -184,7 +184,7 @@ PRESETS = {
         "min_target": "5.23",
         "special_tokens": True,
         "prefill": "'' (prompt ends at the anchor '<|start|>assistant')",
-        "confirmed": "Equals transformers' upstream test template gpt_oss_template (tests/utils/test_chat_parsing.py, verbatim in /work/main/tests/fixtures/templates/gpt_oss.json) with 'thinking' renamed to 'reasoning_content'. The stop tokens <|return|> and <|call|> also end the final channel and a call (not in the upstream test template), so a generation that keeps them parses alike.",
+        "confirmed": "Equals transformers' upstream test template gpt_oss_template (tests/utils/test_chat_parsing.py, verbatim in tests/fixtures/templates/gpt_oss.json) with 'thinking' renamed to 'reasoning_content'. The stop tokens <|return|> and <|call|> also end the final channel and a call (not in the upstream test template), so a generation that keeps them parses alike.",
         "notes": "Equal to the upstream test template except the field name. All harmony markers are special tokens. Stop tokens: <|return|> (after final) and <|call|> (after a call) close the region they end, whether a server strips them or not.",
     },
     "granite3": {
@@ -255,7 +255,7 @@ PRESETS = {
         "min_target": "5.23",
         "special_tokens": True,
         "prefill": "'' (prompt ends at the anchor '<|message_model|>')",
-        "confirmed": "Equals transformers' upstream test template inkling_template (tests/utils/test_chat_parsing.py, verbatim in /work/main/tests/fixtures/templates/inkling.json) with 'thinking' renamed to 'reasoning_content'. Call format cross-read in sgl-project/sglang python/sglang/srt/function_call/inkling_detector.py.",
+        "confirmed": "Equals transformers' upstream test template inkling_template (tests/utils/test_chat_parsing.py, verbatim in tests/fixtures/templates/inkling.json) with 'thinking' renamed to 'reasoning_content'. Call format cross-read in sgl-project/sglang python/sglang/srt/function_call/inkling_detector.py.",
         "notes": "Equal to the upstream test template except the field name. Reasoning and content blocks use repeats + join '' with strip false, so whitespace inside blocks is kept. Control tokens are special. No public checkpoint / model_type was found to list.",
     },
     "internlm2": {
@@ -641,7 +641,7 @@ PRESETS = {
         "min_target": "5.23",
         "special_tokens": True,
         "prefill": "'' with /think (prompt ends at the anchor '<|im_start|>assistant\\n'); '<think>\\n\\n</think>\\n' with /no_think",
-        "confirmed": "Equals transformers' upstream test template smollm_template (huggingface/transformers tests/utils/test_chat_parsing.py, copied verbatim in /work/main/tests/fixtures/templates/smollm.json; also the SmolLM3 example in docs/source/en/chat_response_parsing.md) with 'thinking' renamed to 'reasoning_content'.",
+        "confirmed": "Equals transformers' upstream test template smollm_template (huggingface/transformers tests/utils/test_chat_parsing.py, copied verbatim in tests/fixtures/templates/smollm.json; also the SmolLM3 example in docs/source/en/chat_response_parsing.md) with 'thinking' renamed to 'reasoning_content'.",
         "notes": "Equal to the upstream test template except the field name. Implicit content closed by <|im_end|>. Quirk Q1: a newline between two <tool_call> blocks opens an empty implicit region that overwrites earlier content (kept as a fixture case). special_tokens set conservatively: <|im_end|> is special; whether <think>/<tool_call> are special in the SmolLM3 tokenizer was not verified, and keeping special tokens is always safe for this preset.",
     },
     "step3": {

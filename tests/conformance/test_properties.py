@@ -115,22 +115,6 @@ def test_long_whitespace_runs_match_oracle(name: str, width: int) -> None:
         assert_same(ours, oracle_stream(template, "", chunks), template, f"{name} width={width} with ''")
 
 
-def test_held_whitespace_run_is_not_recopied_per_feed() -> None:
-    """Linear cost on a long run: while a run is held, the buffer must not grow by every chunk (it did,
-    and a 1M-character run of newlines was quadratic)."""
-    import respc
-
-    module = respc.compile_template(TEMPLATES["serving_qwen3_5"])
-    parser = module.ResponseParser("")
-    parser.feed("answer")
-    for _ in range(5_000):
-        assert parser.feed("\n\n") == []
-        assert parser.feed("") == []  # empty deltas must not rejoin the run either
-    assert len(parser._buf) < 16
-    *_, events = parser.finalize()
-    assert events[0] == {"type": "region_chunk", "field": "content", "text": "\n" * 10_000, "dirty": False}
-
-
 @st.composite
 def literal_template(draw: st.DrawFn) -> dict:
     """Two or three fields whose delimiters are short, colliding literals (prefixes of one another,

@@ -60,6 +60,7 @@ _FAR_TEXT = 1024  # characters from which an end-of-stream pass takes the class'
 _REST = 256  # the longest text left after a commit that `_rest_hold` looks at
 _SIZED = (list, dict, str)  # values the oracle drops from the message when empty (None always)
 _MODES = {  # the feed methods installed on an instance, by the mode they implement (`feed_mode`)
+    "feed": "general",
     "_feed_plain": "plain",
     "_feed_plain_literal": "plain",
     "_feed_lead": "lead",
@@ -252,9 +253,10 @@ class CompiledParser:
             return held
         return self._pass(text)
 
-    # Contract 2 modules assign this in their class body; kept so that importing one reaches the contract
-    # check (which says to regenerate) instead of failing on the name.
-    feed_without_context = feed
+    # The general mode under the name `_settle` installs it by (an instance attribute named `feed` shadows
+    # the class's), and the name contract 2 modules assign in their class body, kept so that importing one
+    # reaches the contract check (which says to regenerate) instead of failing on the name.
+    _feed_general = feed_without_context = feed
 
     def _feed_plain(self, text: str) -> list[dict]:
         """Mode plain: the chunk (an exact `str`) holds no start character, or starts nothing, and is
@@ -455,18 +457,21 @@ class CompiledParser:
         complete in the held text), else run the oracle's pass; then install the next feed's mode."""
         if self._finalized:
             raise RuntimeError("ResponseParser already finalized")
-        self.__dict__.pop("feed", None)  # the general mode until this feed has finished without error
         if self._run_pieces:
             self._rejoin_run()
         self._held = self._held_pattern = None
         events: list[dict] = []
-        if may_skip and text and self._skips_scan(text):
-            self._route_skipping_scan(events, text)
-        else:
-            if text:
-                self._buf += text
-            self._process(events, False)
-            self._trim()
+        try:
+            if may_skip and text and self._skips_scan(text):
+                self._route_skipping_scan(events, text)
+            else:
+                if text:
+                    self._buf += text
+                self._process(events, False)
+                self._trim()
+        except BaseException:
+            self.feed = self._feed_general  # what a fast mode assumed may no longer hold
+            raise
         self._settle()
         return events
 
@@ -511,15 +516,13 @@ class CompiledParser:
         elif at_rest and self._opened:  # bare
             self.feed = self._feed_bare
             return
-        if self._held is not None:
-            self.feed = self._feed_held
+        self.feed = self._feed_general if self._held is None else self._feed_held
 
     @property
     def feed_mode(self) -> str:
         """How the next `feed` is handled: "plain", "lead", "discard", "bare", "held" (the fast modes) or
         "general" (a pass); see the module docstring. For tests and the curious."""
-        installed = self.__dict__.get("feed")
-        return "general" if installed is None else _MODES[installed.__func__.__name__]
+        return _MODES[self.feed.__func__.__name__]
 
     def _lead_pattern(self, held: str) -> Any:
         """The first watched lead-run pattern that holds `held` (`lead_holds`), or None."""
@@ -630,7 +633,10 @@ class CompiledParser:
             raise RuntimeError("ResponseParser already finalized")
         if self._run_pieces:
             self._rejoin_run()
-        self.__dict__.pop("feed", None)  # the general mode (which raises from now on), and no cycle left
+        try:
+            del self.feed  # the class's general mode, which raises from now on; and no cycle is left
+        except AttributeError:
+            pass  # never fed
         self._held = self._held_pattern = None
         events: list[dict] = []
         self._process(events, True)

@@ -315,16 +315,27 @@ def test_an_unknown_parser_name_raises_on_use_as_upstream_does() -> None:
         oracle_parse_content("x", "nope", {})
 
 
-def test_the_field_parsers_of_shipped_presets_are_specialised() -> None:
-    """The presets' json, xml-inline and kv-lines fields get a parser built for their arguments."""
-    import respc
-
-    for name in ("qwen3_5", "gemma4", "minimax_m2", "smollm3"):
-        module = respc.load_preset(name)
-        parsers = [value for key, value in vars(module).items() if key.endswith("_PARSE")]
-        assert parsers, name
-        for parser in parsers:
-            assert not parser.__qualname__.startswith("content_parser."), (name, parser.__qualname__)
+def test_a_field_parser_reads_its_arguments_once() -> None:
+    """A field's parser (`content_parser`, built when a generated module is imported) reads a dict's
+    arguments when it is built, not on every region: changing them afterwards changes nothing."""
+    release = get_target("5.24")
+    cases = [
+        ("json", {"allow_non_json": False}, "allow_non_json", True, "not json"),
+        ("kv-lines", {"kv_sep": ":"}, "kv_sep", "=", "a: 1"),
+        (
+            "xml-inline",
+            {"tag_pattern": r"<(?P<key>\w+)>(?P<value>.*?)</(?P=key)>"},
+            "merge_duplicates",
+            True,
+            "<a>1</a><a>2</a>",
+        ),
+    ]
+    for name, args, key, changed, text in cases:
+        parse = content.content_parser(name, args, release)
+        before = outcome(parse, text)
+        args[key] = changed
+        assert same_outcome(outcome(parse, text), before), name
+        assert not same_outcome(outcome(content.parse_content, text, name, args, release), before), name
 
 
 # -- no slower than linear -------------------------------------------------------------------------------

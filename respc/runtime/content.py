@@ -129,11 +129,6 @@ _JSON_STARTS = frozenset('{["-0123456789tfnNI')
 _JSON_SPACE = " \t\n\r"
 
 
-def _cannot_be_json(text: str) -> bool:
-    head = text.lstrip(_JSON_SPACE)
-    return not head or head[0] not in _JSON_STARTS
-
-
 # Whole texts whose `json.loads` value is known without the call (a tool argument's value is often one
 # word or a small number): the literals, and ASCII digits without a leading zero, short enough that
 # `int()` is exact and cheap (json reads integers with `int()` too).
@@ -157,42 +152,71 @@ def _loads(text: str) -> Any:
 
 def parse_json(text: str, args: dict, target: Target) -> Any:
     """`json.loads` after the optional dialect rewrites (`string_delims`, then `unquoted_keys`)."""
-    return _json(
-        text,
+    return _json_parser(
         args.get("string_delims", []),
         args.get("unquoted_keys", False),
         args.get("allow_non_json"),
         args.get("strip", True),
         target,
-    )
+    )(text)
 
 
-def _json(text: Any, string_delims: Any, unquoted_keys: Any, lenient: Any, strip: Any, target: Target) -> Any:
-    """The json parser with its arguments read (each flag's truth is taken where upstream takes it)."""
-    if not unquoted_keys and type(string_delims) is list and not string_delims:
-        if type(text) is str:
-            if text in _JSON_WORDS:
-                return _JSON_WORDS[text]
-            if text.isdigit() and text.isascii() and len(text) < 16 and (text[0] != "0" or len(text) == 1):
-                return int(text)
-            if _cannot_be_json(text) and lenient:  # (json.loads would fail: upstream then asks `lenient`)
+def _json_parser(
+    string_delims: Any, unquoted_keys: Any, lenient: Any, strip: Any, target: Target
+) -> Callable[[Any], Any]:
+    """The json parser with its arguments read: `plain` for bodies read as they are, `dialect` for the
+    rewrites, chosen now when the arguments are of the types JSON gives them, else at each call (as
+    upstream takes each flag's truth, and fails, there)."""
+
+    def plain(text: Any) -> Any:
+        if type(text) is not str:
+            try:
+                return json.loads(text)
+            except json.JSONDecodeError as error:
+                failure = error
+            return _json_failure(text, text, failure, lenient, strip)
+        if text in _JSON_WORDS:
+            return _JSON_WORDS[text]
+        if text.isdigit() and text.isascii() and len(text) < 16 and (text[0] != "0" or len(text) == 1):
+            return int(text)
+        if lenient is not None and lenient is not False:
+            # No JSON value starts so: json.loads would fail, and upstream then asks `lenient`.
+            head = text.lstrip(_JSON_SPACE)
+            if (not head or head[0] not in _JSON_STARTS) and lenient:
                 return text.strip() if strip else text
-        working = text
-    else:
+        try:
+            return _loads(text)
+        except json.JSONDecodeError as error:
+            failure = error
+        return _json_failure(text, text, failure, lenient, strip)
+
+    def dialect(text: Any) -> Any:
         working = _dialect(text, string_delims, unquoted_keys, target)
-    try:
-        return _loads(working) if type(working) is str else json.loads(working)
-    except json.JSONDecodeError as error:
-        if lenient:
-            return text.strip() if strip else text
-        if working == text:
-            raise ValueError(
-                f"json parser could not parse region as JSON.\nContent: {text!r}\nError: {error}"
-            ) from error
+        try:
+            return _loads(working) if type(working) is str else json.loads(working)
+        except json.JSONDecodeError as error:
+            failure = error
+        return _json_failure(text, working, failure, lenient, strip)
+
+    if type(unquoted_keys) is bool and type(string_delims) is list:
+        return plain if not unquoted_keys and not string_delims else dialect
+    return lambda text: (
+        plain if not unquoted_keys and type(string_delims) is list and not string_delims else dialect
+    )(text)
+
+
+def _json_failure(text: Any, working: Any, error: json.JSONDecodeError, lenient: Any, strip: Any) -> Any:
+    """A body json.loads refused: the body itself when `lenient`, else upstream's error."""
+    if lenient:
+        return text.strip() if strip else text
+    if working == text:
         raise ValueError(
-            "json: could not parse after dialect transforms.\n"
-            f"Original: {text!r}\nTransformed: {working!r}\nError: {error}"
+            f"json parser could not parse region as JSON.\nContent: {text!r}\nError: {error}"
         ) from error
+    raise ValueError(
+        "json: could not parse after dialect transforms.\n"
+        f"Original: {text!r}\nTransformed: {working!r}\nError: {error}"
+    ) from error
 
 
 def _dialect(text: str, string_delims: list, unquoted_keys: bool, target: Target) -> str:
@@ -350,31 +374,43 @@ def parse_xml_inline(text: str, args: dict, target: Target) -> dict:
         raise ValueError("xml-inline: 'tag_pattern' content_arg is required")
     shape = _tag_shape(tag_pattern) if type(tag_pattern) is str else None
     value = _value_of(args.get("value_parser"), target)
-    return _xml_inline(text, tag_pattern, shape, value, args.get("merge_duplicates", False), target)
+    return _xml_inline_parser(tag_pattern, shape, value, args.get("merge_duplicates", False), target)(text)
 
 
-def _xml_inline(text: Any, tag_pattern: Any, shape: Any, value: Any, merge: Any, target: Target) -> dict:
-    """The xml-inline parser with its arguments read: `shape` is the tag pattern's (`tag_shape`), when
+def _xml_inline_parser(
+    tag_pattern: Any, shape: Any, value: Any, merge: Any, target: Target
+) -> Callable[[Any], dict]:
+    """The xml-inline parser with its arguments read: `shape` is the tag pattern's (`tag_shape`) when
     `str.find` can read its matches; `value` parses each value (None: kept as it is)."""
-    if shape is not None and type(text) is str:
-        return _tag_dict(tag_rows(text, shape), value, merge, target)
-    pattern = _tag_pattern(tag_pattern)
-    groups = pattern.groupindex
-    if "key" not in groups:
-        if pattern.search(text) is not None:
-            raise ValueError(f"xml-inline: tag_pattern must have a named group 'key'. Pattern: {tag_pattern}")
-        return {}
-    has_value = "value" in groups
-    if not merge and has_value:
-        # `findall` builds no match objects (a third of the time), but gives "" for a group that did not
-        # take part where a match object gives None: only an answer without "" can be trusted.
-        key_at, value_at = groups["key"] - 1, groups["value"] - 1
-        found = pattern.findall(text)
-        if found and len(groups) > 1 and pattern.groups == len(groups):
-            if all(row[key_at] and row[value_at] for row in found):
-                rows = ((row[key_at], row[value_at]) for row in found)
-                return dict(rows) if value is None else {key: value(raw) for key, raw in rows}
-    return _tag_dict(_match_rows(pattern, text, tag_pattern, has_value), value, merge, target)
+
+    def parse(text: Any) -> dict:
+        if shape is not None and type(text) is str:
+            if merge:
+                return _tag_dict(tag_rows(text, shape), value, merge, target)
+            # `_tag_dict` without merging, written out: a repeated key keeps its first place and last value.
+            rows = tag_rows(text, shape)
+            return dict(rows) if value is None else {key: value(raw) for key, raw in rows}
+        pattern = _tag_pattern(tag_pattern)
+        groups = pattern.groupindex
+        if "key" not in groups:
+            if pattern.search(text) is not None:
+                raise ValueError(
+                    f"xml-inline: tag_pattern must have a named group 'key'. Pattern: {tag_pattern}"
+                )
+            return {}
+        has_value = "value" in groups
+        if not merge and has_value:
+            # `findall` builds no match objects (a third of the time), but gives "" for a group that did
+            # not take part where a match object gives None: only an answer without "" can be trusted.
+            key_at, value_at = groups["key"] - 1, groups["value"] - 1
+            found = pattern.findall(text)
+            if found and len(groups) > 1 and pattern.groups == len(groups):
+                if all(row[key_at] and row[value_at] for row in found):
+                    rows = [(row[key_at], row[value_at]) for row in found]
+                    return dict(rows) if value is None else {key: value(raw) for key, raw in rows}
+        return _tag_dict(_match_rows(pattern, text, tag_pattern, has_value), value, merge, target)
+
+    return parse
 
 
 def _match_rows(pattern: Any, text: str, tag_pattern: str, has_value: bool) -> Iterator[tuple[str, Any]]:
@@ -412,28 +448,31 @@ def _tag_dict(rows: Iterable, value: Callable[[Any], Any] | None, merge: Any, ta
 
 def parse_kv_lines(text: str, args: dict, target: Target) -> dict:
     """`key<kv_sep>value` lines (split on `line_sep`) into a dict; lines without the separator are skipped."""
-    return _kv_lines(
-        text,
+    return _kv_lines_parser(
         args.get("line_sep", "\n"),
         args.get("kv_sep", ":"),
         args.get("strip", True),
         _value_of(args.get("value_parser"), target),
-    )
+    )(text)
 
 
-def _kv_lines(text: Any, line_sep: Any, kv_sep: Any, strip: Any, value: Any) -> dict:
+def _kv_lines_parser(line_sep: Any, kv_sep: Any, strip: Any, value: Any) -> Callable[[Any], dict]:
     """The kv-lines parser with its arguments read (`value` parses each value; None keeps it)."""
-    out: dict[str, Any] = {}
-    for line in text.split(line_sep):
-        if strip:
-            line = line.strip()
-        if not line or kv_sep not in line:
-            continue
-        key, raw = line.split(kv_sep, 1)
-        if strip:
-            key, raw = key.strip(), raw.strip()
-        out[key] = raw if value is None else value(raw)
-    return out
+
+    def parse(text: Any) -> dict:
+        out: dict[str, Any] = {}
+        for line in text.split(line_sep):
+            if strip:
+                line = line.strip()
+            if not line or kv_sep not in line:
+                continue
+            key, raw = line.split(kv_sep, 1)
+            if strip:
+                key, raw = key.strip(), raw.strip()
+            out[key] = raw if value is None else value(raw)
+        return out
+
+    return parse
 
 
 CONTENT_PARSERS: dict[str, Callable[[str, dict, Target], Any]] = {
@@ -473,21 +512,24 @@ def content_parser(name: str, args: Any, target: Target) -> Callable[[str], Any]
         return lambda text: parse_content(text, name, args, target)  # raises as upstream's lookup does
     if type(args) is dict:
         if name == "json":
-            delims, keys = args.get("string_delims", []), args.get("unquoted_keys", False)
-            lenient, strip = args.get("allow_non_json"), args.get("strip", True)
-            return lambda text: _json(text, delims, keys, lenient, strip, target)
+            return _json_parser(
+                args.get("string_delims", []),
+                args.get("unquoted_keys", False),
+                args.get("allow_non_json"),
+                args.get("strip", True),
+                target,
+            )
         if name == "xml-inline" and args.get("tag_pattern") is not None:
             tag_pattern = args["tag_pattern"]
             shape = tag_shape(tag_pattern) if type(tag_pattern) is str else None
-            value, merge = _value_of(args.get("value_parser"), target), args.get("merge_duplicates", False)
-            return lambda text: _xml_inline(text, tag_pattern, shape, value, merge, target)
+            value = _value_of(args.get("value_parser"), target)
+            return _xml_inline_parser(tag_pattern, shape, value, args.get("merge_duplicates", False), target)
         if name == "kv-lines":
-            line_sep, kv_sep, strip = (
+            return _kv_lines_parser(
                 args.get("line_sep", "\n"),
                 args.get("kv_sep", ":"),
                 args.get("strip", True),
+                _value_of(args.get("value_parser"), target),
             )
-            value = _value_of(args.get("value_parser"), target)
-            return lambda text: _kv_lines(text, line_sep, kv_sep, strip, value)
     general = CONTENT_PARSERS[name]
     return lambda text: general(text, args, target)

@@ -1,7 +1,7 @@
-"""respc and transformers 5.23.0 side by side, in one run.
+"""respc and transformers 5.24.0 side by side, in one run.
 
     python -m pytest benchmarks --benchmark-only --benchmark-json=.benchmarks/run.json
-    python benchmarks/render_table.py .benchmarks/run.json   # the README's table
+    python benchmarks/render_table.py .benchmarks/run.json --write   # the tables of README.md and docs/
 
 Each benchmark's `group` puts respc, the oracle and the floor (the bare work the API requires)
 next to each other. The oracle's streaming cost is quadratic, so it only runs at 1M characters

@@ -1,4 +1,4 @@
-"""Issue #3's targets as medians of paired ratios, the figures the README's targets table reports.
+"""The speed targets (targets.py) as medians of paired ratios: the figures of the README's speed table.
 
     python -m pytest benchmarks/test_targets.py --benchmark-only --benchmark-json=.benchmarks/targets.json
 

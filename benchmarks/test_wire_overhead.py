@@ -1,7 +1,7 @@
 """What the wire formats add to a bare `DeltaStream` on the same stream (the aim: at most +30%).
 
     python -m pytest benchmarks/test_wire_overhead.py --benchmark-only --benchmark-json=.benchmarks/wire.json
-    python benchmarks/render_table.py .benchmarks/wire.json --write README.md   # the README's wire table
+    python benchmarks/render_table.py .benchmarks/wire.json --write   # the wire table of docs/serving.md
 
 Each workload streams a 10k-character response in 4-character chunks through a `DeltaStream` (iterating
 the deltas of every feed) and, side by side, through the same `DeltaStream` driven by a wire format

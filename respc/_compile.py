@@ -139,7 +139,7 @@ def regen(
     from respc.compiler.regen import regen as rebuild
 
     if readme is not None:
-        update_readme(readme, check=True)  # an unreadable README, or one without markers, stops us here
+        update_readme(readme, check=True)  # an unreadable file, or one without markers, stops us here
     drift = rebuild(check=check, outputs=expected_outputs(progress=progress))
     readme_stale = update_readme(readme, check=check) if readme is not None else False
     return drift, readme_stale, PACKAGE

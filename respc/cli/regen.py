@@ -17,7 +17,11 @@ def register(commands: Any) -> None:
     """Add `regen` to the `respc` subcommands."""
     command = commands.add_parser("regen", help="rebuild respc/generated/ from respc/presets/")
     command.add_argument("--check", action="store_true", help="write nothing; exit 1 if anything is stale")
-    command.add_argument("--readme", metavar="README", help="also refresh the preset table in this README")
+    command.add_argument(
+        "--readme",
+        metavar="FILE",
+        help="also refresh the preset table in this Markdown file (docs/presets.md)",
+    )
     command.set_defaults(run=run)
 
 

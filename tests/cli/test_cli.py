@@ -223,7 +223,7 @@ def test_regen_readme_errors_name_the_readme_in_one_line(tmp_path: Path) -> None
     assert unmarked.returncode == 2 and unmarked.stderr.count("\n") == 1
     assert unmarked.stderr.startswith(f"respc: error: {bare}: no <!-- preset-table:start -->")
     assert "respc/presets" not in unmarked.stderr
-    assert respc_cli("regen", "--check", "--readme", "README.md").returncode == 0
+    assert respc_cli("regen", "--check", "--readme", "docs/presets.md").returncode == 0
 
 
 def test_regen_rewrites_the_readme_atomically(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

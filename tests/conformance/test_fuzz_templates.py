@@ -453,7 +453,7 @@ def _probe_oracle_hang(template: dict, case: Case, target: str) -> bool:
 
 @pytest.fixture(scope="module", autouse=True)
 def fuzz_figures(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Print the fuzzing figures when the module is done (for the README's reliability section)."""
+    """Print the fuzzing figures when the module is done: what was compared, rejected and refused."""
     yield
     lines = []
     for target, stats in STATS.items():

@@ -251,7 +251,7 @@ def test_regex_closes_and_their_captures(
 
 
 def test_every_target_has_its_oracle_and_switches() -> None:
-    """The pieces README's "Adding the next transformers release" puts together agree with each other."""
+    """The pieces docs/releases.md's "Adding the next release" puts together agree with each other."""
     import json
     import re
     from pathlib import Path

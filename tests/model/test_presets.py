@@ -4,6 +4,7 @@ is exact (transformers 5.24.0 runs the same template) and streaming agrees under
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -39,6 +40,14 @@ def test_every_preset_has_cases_and_an_index_entry() -> None:
         assert len(_cases(name)) >= 5, f"{name}: fewer than five realistic cases"
         assert name in index, f"{name}: not in index.json"
     assert respc.presets() == NAMES
+
+
+def test_the_readme_summarises_every_preset() -> None:
+    """The README's preset table (one row per preset, written by hand) names exactly the shipped ones; the
+    full table in docs/presets.md is generated (`respc regen --check --readme docs/presets.md`)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Presets\n")[1].split("\n## ")[0]
+    assert re.findall(r"^\| `(\w+)` \|", section, re.MULTILINE) == NAMES
 
 
 @pytest.mark.parametrize(("name", "index"), CASES)

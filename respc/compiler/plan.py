@@ -21,12 +21,12 @@ from respc.compiler.analysis import (
     empty_together,
     first_chars,
     is_plain,
-    lazy_tail,
     literal_prefix,
     literal_run,
     literal_strings,
     may_match_empty,
     rare_char,
+    run_tail,
     split_lead,
     stable_end,
 )
@@ -132,10 +132,11 @@ class Delimiter:
         return (self.prefix,) if self.prefix else ()
 
     @property
-    def tail(self) -> tuple[str, str] | None:
-        """`(head, literal)` of a regex written `head.*?literal` (`lazy_tail`): a held partial match of it
-        is then tested with `str.find` of the literal once the head has matched."""
-        return None if self.anchor.literals is not None else lazy_tail(self.anchor.pattern)
+    def tail(self) -> tuple[str, str, str, int] | None:
+        """`(head, literal, stops, least)` of a regex written head, a run of non-stops, a literal
+        (`run_tail`; `head.*?literal` too): a held partial match of it is then tested with `str.find`s
+        once the head has matched (`respc.runtime.scan.AfterHead`)."""
+        return None if self.anchor.literals is not None else run_tail(self.anchor.pattern)
 
     @property
     def prefix_const(self) -> str:

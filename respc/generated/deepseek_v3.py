@@ -53,7 +53,13 @@ TOOL_CALLS_OPEN_RE = LazyRegex(
 # The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
 # rechecked with it.
 TOOL_CALLS_OPEN_WHOLE = LazyRegex(
-    r"\s*(?:<｜tool▁calls▁begin｜>\s*)?<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<name>[^\n]+)\n```json\n"
+    r"\s*(?:<｜tool▁calls▁begin｜>\s*)?<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<name>[^\n]+)\n```json\n",
+    tail=(
+        "\\s*(?:<｜tool▁calls▁begin｜>\\s*)?<｜tool▁call▁begin｜>function<｜tool▁sep｜>",
+        "\n```json\n",
+        "\n",
+        1,
+    ),
 )
 TOOL_CALLS_CLOSE = "\n```<｜tool▁call▁end｜>"
 # /\s*(?:<｜tool▁calls▁end｜>|<｜end▁of▁sentence｜>)/ is searched as what follows its leading run of \s; the scan

@@ -56,7 +56,8 @@ TOOL_CALLS_OPEN_RE = LazyRegex(
 # The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
 # rechecked with it.
 TOOL_CALLS_OPEN_WHOLE = LazyRegex(
-    r"\s*(?:<｜tool▁calls▁begin｜>\s*)?<｜tool▁call▁begin｜>(?P<name>[^<\n]+)<｜tool▁sep｜>"
+    r"\s*(?:<｜tool▁calls▁begin｜>\s*)?<｜tool▁call▁begin｜>(?P<name>[^<\n]+)<｜tool▁sep｜>",
+    tail=("\\s*(?:<｜tool▁calls▁begin｜>\\s*)?<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "\n<", 1),
 )
 TOOL_CALLS_CLOSE = "<｜tool▁call▁end｜>"
 # /\s*(?:<｜tool▁calls▁end｜>|<｜end▁of▁sentence｜>)/ is searched as what follows its leading run of \s; the scan

@@ -60,11 +60,20 @@ TRANSFORMERS_TARGET = "5.24"
 
 # Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL (compiled
 # on first use: importing `regex` costs more than the rest of this module).
-REASONING_CONTENT_OPEN_RE = LazyRegex(r"(?:<\|message_model\|>)?[^<]*<\|content_thinking\|>")
+REASONING_CONTENT_OPEN_RE = LazyRegex(
+    r"(?:<\|message_model\|>)?[^<]*<\|content_thinking\|>",
+    tail=("(?:<\\|message_model\\|>)?", "<|content_thinking|>", "<", 0),
+)
 REASONING_CONTENT_CLOSE = "<|end_message|>"
-CONTENT_OPEN_RE = LazyRegex(r"(?:<\|message_model\|>)?[^<]*<\|content_text\|>")
+CONTENT_OPEN_RE = LazyRegex(
+    r"(?:<\|message_model\|>)?[^<]*<\|content_text\|>",
+    tail=("(?:<\\|message_model\\|>)?", "<|content_text|>", "<", 0),
+)
 CONTENT_CLOSE = "<|end_message|>"
-TOOL_CALLS_OPEN_RE = LazyRegex(r"(?:<\|message_model\|>)?[^<]*<\|content_invoke_tool_json\|>")
+TOOL_CALLS_OPEN_RE = LazyRegex(
+    r"(?:<\|message_model\|>)?[^<]*<\|content_invoke_tool_json\|>",
+    tail=("(?:<\\|message_model\\|>)?", "<|content_invoke_tool_json|>", "<", 0),
+)
 TOOL_CALLS_CLOSE = "<|end_message|>"
 START_ANCHOR_LITERALS = ("<|message_model|>",)
 START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))

@@ -60,7 +60,13 @@ TOOL_CALLS_OPEN_RE = LazyRegex(
 # The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
 # rechecked with it.
 TOOL_CALLS_OPEN_WHOLE = LazyRegex(
-    r'\s*(?:<｜tool_calls_begin｜>\s*)?(?:<｜tool_sep｜>\s*)?<｜tool_call_begin｜>\s*(?:function\s*<｜tool_sep｜>\s*)?<steptml:invoke name="(?P<name>[^"]+)">'
+    r'\s*(?:<｜tool_calls_begin｜>\s*)?(?:<｜tool_sep｜>\s*)?<｜tool_call_begin｜>\s*(?:function\s*<｜tool_sep｜>\s*)?<steptml:invoke name="(?P<name>[^"]+)">',
+    tail=(
+        '\\s*(?:<｜tool_calls_begin｜>\\s*)?(?:<｜tool_sep｜>\\s*)?<｜tool_call_begin｜>\\s*(?:function\\s*<｜tool_sep｜>\\s*)?<steptml:invoke name="',
+        '">',
+        '"',
+        1,
+    ),
 )
 TOOL_CALLS_CLOSE_RE = LazyRegex(r"</steptml:invoke>\s*<｜tool_call_end｜>", stems=("</steptml:invoke>",))
 TOOL_CALLS_CLOSE_PREFIX = "</steptml:invoke>"  # every match starts with this

@@ -403,9 +403,9 @@ class CompiledParser:
                     self._buf += text
                     self._held = grown
                     return []
-                literal = pattern.literal
-                if literal is not None and literal not in grown:
-                    self._buf += text  # the head has matched: a partial match until the literal comes
+                holds = pattern.holds
+                if holds is not None and holds(grown):
+                    self._buf += text  # the head has matched, the tail still may: a partial match
                     self._held = grown
                     return []
                 buf = self._buf + text

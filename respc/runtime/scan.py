@@ -77,11 +77,12 @@ class LazyRegex:
     stems: tuple[str, ...] = ()
     lead: frozenset[str] | None = None
     longest = 0  # the longest stem: held text longer than it is not worth `lead_holds`'s test
-    # A pattern written `head.*?literal` declares both (`respc.compiler.analysis.lazy_tail`): once the head
-    # has matched where a held partial match starts, `after_head` stands for the pattern (`AfterHead`).
+    # A pattern written head, a run of non-stops, a literal (`respc.compiler.analysis.run_tail`: `head.*?L`,
+    # `<function=(?P<name>[^>\n]+)>`) declares its tail: once the head has matched where a held partial
+    # match starts, an `AfterHead` stands for the pattern and holds the text without a search.
     head: LazyRegex | None = None
-    after_head: AfterHead | None = None
-    literal: str | None = None  # (an `AfterHead`'s)
+    tail: tuple[str, str, int] = ("", "", 0)  # (literal, stops, least) after the head
+    holds = None  # (an `AfterHead`'s test)
 
     def __init__(
         self,
@@ -89,7 +90,7 @@ class LazyRegex:
         dotall: bool = True,
         stems: tuple[str, ...] = (),
         lead: frozenset[str] | None = None,
-        tail: tuple[str, str] | None = None,
+        tail: tuple[str, str, str, int] | None = None,
     ) -> None:
         self.pattern = pattern
         self.dotall = dotall
@@ -99,7 +100,7 @@ class LazyRegex:
             self.lead = lead
         if tail is not None:
             self.head = LazyRegex(tail[0], dotall)
-            self.after_head = AfterHead(self, tail[1])
+            self.tail = tail[1:]
 
     def compiled(self) -> Any:
         """The compiled `regex` pattern (imports `regex` and compiles on the first call)."""
@@ -125,24 +126,47 @@ class LazyRegex:
 
 
 class AfterHead:
-    """A held partial match of a pattern `head.*?literal` (DOTALL) whose head has matched at its start.
+    """A held partial match, from `pos`, of a pattern with a tail (head, a run of characters other than
+    `stops`, at least `least` of them, then `literal`; `respc.compiler.analysis.run_tail`) whose head has
+    matched from `pos` over `offset` characters.
 
-    The head looks at nothing past its own match, so it stays matched whatever follows, and `.*?` takes
-    any text: the held text is a partial match while the literal does not occur in it (and no complete
-    match can start later, since each one holds the literal). The parser holds such text with one
-    `str.find` instead of a partial search, and falls back to the search (`search` is the pattern's)
-    once the literal is there.
+    The head looks at nothing past its own match, so it stays matched whatever follows; the run cannot
+    take a stop, so it ends at the first one, which must begin the literal. The held text is a partial
+    match while the text after the head is such a run and then a proper prefix of the literal, and the
+    literal occurs nowhere in it: every complete match holds the literal, so none starts anywhere in the
+    text either (the `regex` module's partial search prefers one to a partial match). The parser holds
+    such text with `holds` instead of a partial search, and falls back to the search (`search` is the
+    pattern's) when it says no.
     """
 
-    __slots__ = ("literal", "whole")
+    __slots__ = ("least", "literal", "offset", "stops", "whole")
     stems: tuple[str, ...] = ()  # the attributes the parser reads of every held pattern
     lead = None
     head = None
-    after_head = None
 
-    def __init__(self, whole: LazyRegex, literal: str) -> None:
+    def __init__(self, whole: LazyRegex, offset: int) -> None:
         self.whole = whole
-        self.literal = literal
+        self.literal, self.stops, self.least = whole.tail
+        self.offset = offset
+
+    def holds(self, held: str) -> bool:
+        """Whether `held` (the text from the partial match's start) is still a partial match of it."""
+        literal = self.literal
+        if literal in held:
+            return False
+        stops = self.stops
+        if not stops:
+            return True  # (`head.*?literal`)
+        after = held[self.offset :]
+        end = len(after)
+        for stop in stops:
+            at = after.find(stop, 0, end)
+            if at >= 0:
+                end = at
+        if end < self.least and end < len(after):
+            return False
+        rest = after[end:]
+        return len(rest) < len(literal) and literal.startswith(rest)
 
     @property
     def pattern(self) -> str:
@@ -152,15 +176,17 @@ class AfterHead:
         return self.whole.search(*args)
 
     def __repr__(self) -> str:
-        return f"AfterHead({self.whole!r})"
+        return f"AfterHead({self.whole!r}, {self.offset})"
 
 
 def held_pattern(pattern: Any, buf: str, pos: int) -> Any:
-    """The pattern to remember for text held from `pos` as its partial match: its `after_head` once the
-    head has matched there (one `regex` match), else the pattern itself."""
+    """The pattern to remember for text held from `pos` as its partial match: an `AfterHead` once the
+    head of its tail has matched there (one `regex` match), else the pattern itself."""
     head = pattern.head
-    if head is not None and head.match(buf, pos) is not None:
-        return pattern.after_head
+    if head is not None:
+        match = head.match(buf, pos)
+        if match is not None:
+            return AfterHead(pattern, match.end() - pos)
     return pattern
 
 

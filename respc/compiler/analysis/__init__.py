@@ -21,7 +21,7 @@ from respc.compiler.analysis.empty import empty_together, may_match_empty
 from respc.compiler.analysis.lead import literal_run, split_lead
 from respc.compiler.analysis.rare import rare_char
 from respc.compiler.analysis.stable import stable_end
-from respc.compiler.analysis.starts import first_chars, lazy_tail, literal_prefix, literal_strings
+from respc.compiler.analysis.starts import first_chars, lazy_tail, literal_prefix, literal_strings, run_tail
 from respc.compiler.analysis.syntax import is_plain
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "literal_strings",
     "may_match_empty",
     "rare_char",
+    "run_tail",
     "split_lead",
     "stable_end",
 ]

@@ -13,7 +13,7 @@ from typing import Any
 
 import regex
 
-from respc.compiler.analysis.syntax import is_plain, parse, plain_items
+from respc.compiler.analysis.syntax import MAXREPEAT, is_plain, parse, plain_items
 
 __all__ = [
     "Unknown",
@@ -24,6 +24,7 @@ __all__ = [
     "literal_prefix",
     "literal_strings",
     "overlap",
+    "run_tail",
     "sequence",
 ]
 
@@ -200,6 +201,83 @@ def lazy_tail(pattern: str) -> tuple[str, str] | None:
     if repr(list(whole.data)) != repr(expected) or not items.data or _looks_around(items.data):
         return None
     return head, strings[0]
+
+
+def run_tail(pattern: str) -> tuple[str, str, str, int] | None:
+    """`(head, literal, stops, least)` when `pattern` is written head, then a run of at least `least` of
+    any character but `stops` (`[^"]+`, `[^>\\n]*?`, perhaps a group), then `literal`, which starts with
+    one of `stops` (Qwen's `<function=(?P<name>[^>\\n]+)>`, DeepSeek's `(?P<name>[^\\n]+)\\n```json\\n`);
+    the head as `lazy_tail`'s (it looks at nothing past its match); `lazy_tail`'s own patterns give
+    `(head, literal, "", 0)`.
+
+    Once the head has matched at `pos`, to `pos + offset`, held text from `pos` is a partial match of
+    the pattern while the text after the head is a run of non-stops of at least `least` characters (or
+    all of it is one), then a proper prefix of the literal, and the literal occurs nowhere in it: the run
+    cannot take a stop, so it ends at the first one, which must start the literal; and every complete
+    match holds the literal, so none starts anywhere in the text either (the `regex` module's partial
+    search prefers one to a partial match). None for any other pattern."""
+    lazy = lazy_tail(pattern)
+    if lazy is not None:
+        return lazy[0], lazy[1], "", 0
+    if not is_plain(pattern):
+        return None
+    try:
+        whole = parse(pattern)
+    except Exception:
+        return None
+    items = list(whole.data)
+    # The literal: the trailing LITERAL items; the run: the item before them (perhaps in a plain group).
+    end = len(items)
+    while end and str(items[end - 1][0]) == "LITERAL":
+        end -= 1
+    if end < 2 or end == len(items):
+        return None
+    literal = "".join(chr(av) for _, av in items[end:])
+    stops = _negated_literals(items[end - 1])
+    if stops is None or (stops[1] and literal[0] not in stops[1]):
+        return None
+    least, stops = stops
+    head = items[: end - 1]
+    if _looks_around(head):
+        return None
+    # The head as text: the pattern up to where the run begins, which must parse to exactly those items.
+    for at in range(len(pattern) - 1, 0, -1):
+        if pattern[at] not in "([":
+            continue
+        try:
+            rest = list(parse(pattern[at:]).data)  # (its group numbers start again: compare what it reads)
+            if (
+                repr(list(parse(pattern[:at]).data)) == repr(head)
+                and len(rest) == len(items) - end + 1
+                and _negated_literals(rest[0]) == (least, stops)
+                and repr(rest[1:]) == repr(items[end:])
+            ):
+                return pattern[:at], literal, "".join(sorted(stops)), least
+        except Exception:
+            continue
+    return None
+
+
+def _negated_literals(item: Any) -> tuple[int, set[str]] | None:
+    """`(least, stops)` for a repeat (greedy or lazy, no upper bound, perhaps in a plain group) of one
+    class that takes every character but some literal ones (`.`, DOTALL: all of them); else None."""
+    op, av = str(item[0]), item[1]
+    if op == "SUBPATTERN":
+        if av[1] or av[2] or len(av[3].data) != 1:  # inline flags
+            return None
+        op, av = str(av[3].data[0][0]), av[3].data[0][1]
+    if op not in ("MAX_REPEAT", "MIN_REPEAT") or av[1] != MAXREPEAT or len(av[2]) != 1:
+        return None
+    kind, value = str(av[2][0][0]), av[2][0][1]
+    if kind == "ANY":  # (DOTALL: any character at all)
+        return av[0], set()
+    if kind == "NOT_LITERAL":
+        return av[0], {chr(value)}
+    if kind != "IN" or not value or str(value[0][0]) != "NEGATE":
+        return None
+    if not all(str(k) == "LITERAL" for k, _ in value[1:]) or len(value) < 2:
+        return None
+    return av[0], {chr(v) for _, v in value[1:]}
 
 
 def item_kind(item: str) -> tuple[str, str]:

@@ -9,13 +9,13 @@ Cause ids (stable; `docs/authoring.md` explains each):
 - `wrong-field`: the value lands in another field.
 - `overwrite`: a later region of a field that is not `repeats` replaced an earlier one (for the implicit
   field, a whitespace-only segment between regions: quirk Q1).
-- `early-close`: a close that can match at `$` ended the field before the end of its value.
+- `dollar-close`: a delimiter that can match at `$` (the end of the text so far, or before a final
+  newline) ended a field early or kept it open past its close; a stream reaches `$` at every chunk end.
 - `close-in-value`: the field's close occurs inside the value, so it ended early.
 - `type`: an argument has the right text but the wrong JSON type.
 - `shape`: a tool call is not `{"type": "function", "function": {"name", "arguments"}}`.
 - `role`: the message has no `role: assistant`.
 - `inexpressible`: the chat template writes the value in a form no content parser reads back.
-- `streaming`: the message parsed from a stream differs from the one parsed from the whole text.
 - `parse-error`: the parser raised and none of the above explains it.
 """
 
@@ -209,7 +209,7 @@ def _lost_text(field: str, expected: str, parsed: Any, context: Context) -> Caus
             )
         if not close.literals and _DOLLAR.search(close.pattern):
             return Cause(
-                "early-close",
+                "dollar-close",
                 f"{where} closes at {_quoted(parsed)}: its close {close.pattern!r} matches at '$', which "
                 "also matches before a final newline (and, before transformers 5.24, at a chunk edge)",
                 r"close on \Z instead of $, or drop the $ alternative (a field without a close runs to the "
@@ -472,19 +472,23 @@ def _python_not_json(candidate: str) -> bool:
     return isinstance(value, (dict, list)) and bool(value)
 
 
-def diagnose_stream(field: str, whole: Any, streamed: Any, context: Context) -> Cause:
-    """The cause of a difference between the whole-text parse and the stream, fed a character at a time."""
-    spec_field = context.field(field)
-    close = spec_field.close if spec_field is not None else None
-    if close is not None and not close.literals and _DOLLAR.search(close.pattern):
-        return Cause(
-            "early-close",
-            f"streamed, Field '{field}' closes early ({streamed!r} for {whole!r}): its close {close.pattern!r} "
-            "matches at '$' before a newline at the end of a chunk (transformers 5.23, quirk Q3)",
-            r"close on \Z instead of $, or target transformers 5.24",
-        )
+def diagnose_stream(field: str, whole: Any, streamed: Any, context: Context) -> Cause | None:
+    """The cause of a difference between the whole-text parse and the stream fed a character at a time:
+    a delimiter that can match at `$` (the only pattern whose match depends on where a chunk ends; the
+    field's own delimiters are named first)."""
+    found = [
+        (f.name, kind, anchor.pattern)
+        for f in context.spec.fields
+        for kind, anchor in (("open", f.open), ("close", f.close))
+        if anchor is not None and not anchor.literals and _DOLLAR.search(anchor.pattern)
+    ]
+    if not found:
+        return None
+    name, kind, pattern = sorted(found, key=lambda item: item[0] != field)[0]
     return Cause(
-        "streaming",
-        f"streamed a character at a time, '{field}' is {streamed!r}; the whole text gives {whole!r}",
-        None,
+        "dollar-close",
+        f"streamed a character at a time, '{field}' is {streamed!r} where the whole text gives {whole!r}: the "
+        f"{kind} of '{name}', {pattern!r}, matches at '$' (the end of the text so far, or before a final "
+        "newline), which a stream reaches before the text there is complete",
+        r"use \Z (the end of the whole text) instead of $, or a literal delimiter",
     )

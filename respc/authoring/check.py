@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from respc.authoring.causes import ABSENT, Context, diagnose, diagnose_error, diagnose_stream
+from respc.authoring.causes import ABSENT, Cause, Context, diagnose, diagnose_error, diagnose_stream
 from respc.authoring.probes import Probe, Rendering, Skipped, probes_for, render_probe
 from respc.authoring.rendering import REASONING_KEYS, ChatTemplate
 
@@ -158,59 +158,46 @@ def _run(module: types.ModuleType, rendering: Rendering, chunks: list[str]) -> t
         return None, events, error
 
 
+def _finding(
+    rendering: Rendering, field: str, expected: Any, parsed: Any, cause: Cause | None, streamed: bool = False
+) -> Finding:
+    if cause is None:
+        why = "the stream differs from the whole text" if streamed else "no cause named"
+        return Finding(
+            rendering.probe.name, field, rendering.output, expected, parsed, None, why, None, streamed
+        )
+    return Finding(
+        rendering.probe.name,
+        field,
+        rendering.output,
+        expected,
+        parsed,
+        cause.id,
+        cause.explanation,
+        cause.fix,
+        streamed,
+    )
+
+
 def _check_one(module: types.ModuleType, spec: Any, rendering: Rendering) -> list[Finding]:
-    probe = rendering.probe
     expected = rendering.expected
     message, events, error = _run(module, rendering, [rendering.output])
     closes = tuple((e["field"], e["value"]) for e in events if e.get("type") == "region_close")
     context = Context(spec, rendering.output, closes, expected)
     if error is not None:
-        cause = diagnose_error(error, context)
-        return [
-            Finding(
-                probe.name,
-                "message",
-                rendering.output,
-                expected,
-                _raised(error),
-                cause.id,
-                cause.explanation,
-                cause.fix,
-            )
-        ]
-    found = []
-    for field, want, got in compare(expected, message):
-        cause = diagnose(field, want, got, context)
-        if cause is None:
-            found.append(Finding(probe.name, field, rendering.output, want, got, None, "no cause named"))
-        else:
-            found.append(
-                Finding(
-                    probe.name, field, rendering.output, want, got, cause.id, cause.explanation, cause.fix
-                )
-            )
+        return [_finding(rendering, "message", expected, _raised(error), diagnose_error(error, context))]
+    found = [
+        _finding(rendering, field, want, got, diagnose(field, want, got, context))
+        for field, want, got in compare(expected, message)
+    ]
     streamed, _, stream_error = _run(module, rendering, list(rendering.output))
     if stream_error is not None:
         cause = diagnose_error(stream_error, context)
-        found.append(
-            Finding(
-                probe.name,
-                "message",
-                rendering.output,
-                message,
-                _raised(stream_error),
-                cause.id,
-                cause.explanation,
-                cause.fix,
-                True,
-            )
-        )
-        return found
+        return [*found, _finding(rendering, "message", message, _raised(stream_error), cause, streamed=True)]
     for field, whole, part in compare(message, streamed, strict_role=False):
-        cause = diagnose_stream(field, whole, part, context)
         found.append(
-            Finding(
-                probe.name, field, rendering.output, whole, part, cause.id, cause.explanation, cause.fix, True
+            _finding(
+                rendering, field, whole, part, diagnose_stream(field, whole, part, context), streamed=True
             )
         )
     return found

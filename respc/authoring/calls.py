@@ -482,7 +482,9 @@ def _call_field(
             field["content_args"] = {"tag_pattern": _tag_pattern(spots)}
         else:
             between = [spot.info["between"] for spot in spots]
-            field["open_pattern"] = r"\s*" + opener + f"(?P<name>{_name_class(between)})" + _varying(between)
+            # the name stops where the text after it starts (the arguments' "{" when nothing comes between)
+            stops = [text + "{" for text in between]
+            field["open_pattern"] = r"\s*" + opener + f"(?P<name>{_name_class(stops)})" + _varying(between)
             field["content"] = "json"
             if kind == "named-dialect":
                 field["content_args"] = spots[0].info["args"]

@@ -148,11 +148,13 @@ def _generation_prompt(chat_template: ChatTemplate, rendering: Rendering, now: d
 
 
 def _lead_starts(renderings: list[Rendering], layout: Layout) -> dict[str, int]:
-    """Where a turn's tool calls may start: after its content or reasoning, whichever comes last."""
+    """Where a turn's tool calls may start: after the content or reasoning written before them."""
     starts = {}
     close = layout.reasoning[1] if layout.reasoning else None
     for r in renderings:
         turn = layout.turns[r.probe.name]
+        calls = r.probe.turn.get("tool_calls") or []
+        first_call = turn.find(calls[0]["function"]["name"]) if calls else len(turn)
         ends = []
         for key in ("content", "reasoning_content"):
             value = r.probe.turn.get(key)
@@ -162,7 +164,8 @@ def _lead_starts(renderings: list[Rendering], layout: Layout) -> dict[str, int]:
             rest = turn[end:]
             if key == "reasoning_content" and close and rest.lstrip().startswith(close):
                 end += len(rest) - len(rest.lstrip()) + len(close)
-            ends.append(end)
+            if end <= first_call:
+                ends.append(end)
         starts[r.probe.name] = max(ends, default=0)
     return starts
 

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from respc.authoring.causes import inexpressible_calls
+from respc.authoring.causes import bracketed, inexpressible_calls
 from respc.authoring.check import same_value
 from respc.authoring.layout import MARKUP, Refusal, common_prefix, common_suffix
 from respc.authoring.probes import Rendering
@@ -40,7 +40,6 @@ class CallFormat:
     field: dict[str, Any]
     swallowed: list[str] = field(default_factory=list)
     evidence: list[str] = field(default_factory=list)
-    min_target: str = "5.23"
 
 
 @dataclass
@@ -116,7 +115,7 @@ def _json_array(text: str, spot: _Spot, calls: list[dict]) -> _Spot | None:
     return _Spot(at, decoded[1], "json-array", info)
 
 
-def _python_list(text: str, calls: list[dict], target: str) -> _Spot | None:
+def _python_list(text: str, calls: list[dict]) -> _Spot | None:
     """A Python-style list of every call of the turn."""
     from respc.runtime.content import parse_content
     from respc.runtime.targets import get_target
@@ -124,11 +123,12 @@ def _python_list(text: str, calls: list[dict], target: str) -> _Spot | None:
     match = re.search(r"\[\s*" + re.escape(calls[0]["name"]) + r"\s*\(", text)
     if match is None:
         return None
-    end = _bracket_end(text, match.start())
-    if end is None:
+    listed = bracketed(text, match.start())
+    if listed is None:
         return None
+    end = match.start() + len(listed)
     try:
-        parsed = parse_content(text[match.start() : end], "python-call-list", {}, get_target("5.24"))
+        parsed = parse_content(listed, "python-call-list", {}, get_target("5.24"))
     except ValueError:
         return None
     if len(parsed) != len(calls) or not all(
@@ -136,26 +136,6 @@ def _python_list(text: str, calls: list[dict], target: str) -> _Spot | None:
     ):
         return None
     return _Spot(match.start(), end, "python", {})
-
-
-def _bracket_end(text: str, start: int) -> int | None:
-    depth, quote, escape = 0, None, False
-    for i in range(start, len(text)):
-        ch = text[i]
-        if quote:
-            escape = not escape and ch == "\\"
-            if ch == quote and not escape:
-                quote = None
-            continue
-        if ch in "\"'":
-            quote = ch
-        elif ch in "[({":
-            depth += 1
-        elif ch in "])}":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-    return None
 
 
 def _named(text: str, call: dict, start: int, hints: dict[str, Any]) -> _Spot | None:
@@ -276,7 +256,7 @@ _READERS = {"named-json": _named, "named-dialect": _named, "xml": _xml}
 
 
 def _find(
-    rendering: Rendering, text: str, target: str, kind: str | None, hints: dict[str, Any]
+    rendering: Rendering, text: str, kind: str | None, hints: dict[str, Any]
 ) -> tuple[list[_Spot], str]:
     """The spot of each call of a rendering in its turn text, and the format: `kind` when known (from an
     earlier rendering), else each format in order."""
@@ -297,7 +277,7 @@ def _find(
             if len(spots) == len(calls) and kind in (None, "json"):
                 return spots, "json"
     if kind in (None, "python"):
-        python = _python_list(text, calls, target)
+        python = _python_list(text, calls)
         if python is not None:
             return [python], "python"
     readers = [_named, _xml] if kind is None else [_READERS[kind]] if kind in _READERS else []
@@ -368,7 +348,7 @@ def read_calls(
     kind, hints = None, {}
     for r in with_calls:
         text = turns[r.probe.name]
-        spots, seen = _find(r, text, target, kind, hints)
+        spots, seen = _find(r, text, kind, hints)
         if not spots:
             strings = tuple(v for c in _calls(r) for v in c["arguments"].values() if isinstance(v, str))
             reason = inexpressible_calls(text, strings)
@@ -428,10 +408,6 @@ def _wrapping(leads: list[str], trails: list[str], betweens: list[str]) -> tuple
     section_open = lead[: lead.rfind(call_open)] if call_open else lead
     section_close = trail[trail.find(call_close) + len(call_close) :] if call_close else trail
     return section_open.strip(), call_open.strip(), call_close.strip(), section_close.strip()
-
-
-def _alternation(texts: list[str]) -> str:
-    return "|".join(_pattern(t) for t in sorted(dict.fromkeys(texts), key=len, reverse=True))
 
 
 def _call_field(
@@ -533,7 +509,6 @@ def _list_field(
         field["close"] = trail
     elif end_tokens:
         field["close"] = end_tokens[0] if len(end_tokens) == 1 else list(end_tokens)
-    min_target = "5.23"
     if kind == "python":
         if target == "5.23":
             raise Refusal(
@@ -541,7 +516,6 @@ def _list_field(
             )
         field["content"] = "python-call-list"
         field["transform"] = {"type": "function", "function": {"name": "{name}", "arguments": "{arguments}"}}
-        min_target = "5.24"
     else:
         info = spots[0].info
         field["content"] = "json"
@@ -550,4 +524,4 @@ def _list_field(
             "function": {"name": f"{{{info['name_key']}}}", "arguments": f"{{{info['args_key']}}}"},
         }
     evidence.append(f"calls: one {kind} after {lead!r}, up to {field.get('close', 'the end of the turn')!r}")
-    return CallFormat(field, [], evidence, min_target)
+    return CallFormat(field, [], evidence)

@@ -29,7 +29,16 @@ from typing import Any
 
 from respc.compiler import Spec
 
-__all__ = ["ABSENT", "Cause", "Context", "diagnose", "diagnose_error", "diagnose_stream"]
+__all__ = [
+    "ABSENT",
+    "Cause",
+    "Context",
+    "bracketed",
+    "diagnose",
+    "diagnose_error",
+    "diagnose_stream",
+    "inexpressible_calls",
+]
 
 
 class _Absent:
@@ -415,7 +424,7 @@ def inexpressible_calls(text: str, strings: tuple[str, ...] = ()) -> str | None:
     for opening in ("{", "["):
         start = text.find(opening)
         while start >= 0:
-            candidate = _balanced(text, start)
+            candidate = bracketed(text, start)
             if candidate is not None and _python_not_json(candidate):
                 return (
                     f"the chat template writes Python literals ({_quoted(candidate, 50)}) where JSON is "
@@ -436,7 +445,7 @@ def inexpressible_calls(text: str, strings: tuple[str, ...] = ()) -> str | None:
     return None
 
 
-def _balanced(text: str, start: int) -> str | None:
+def bracketed(text: str, start: int) -> str | None:
     """The bracketed span starting at `start`, by bracket counting that skips quoted strings."""
     depth, quote, escape = 0, None, False
     for i in range(start, len(text)):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from respc.authoring.probes import Rendering
+from respc.authoring.probes import TOOL_RESULT_WORD, Rendering
 
 __all__ = ["Layout", "Refusal", "common_prefix", "common_suffix", "markup_tail", "read_layout", "turn_text"]
 
@@ -204,10 +204,8 @@ def _prefilled_opener(anchor: str, close: str | None, evidence: list[str]) -> tu
 def _after_tool_anchor(rendering: Rendering, anchors: list[str]) -> str | None:
     """A second anchor where the prompt after a tool result does not end with a generation prompt (the
     turn goes on after the tool's output): the token that prompt ends with."""
-    from respc.authoring.probes import TOOL_RESULT
-
     remainder = turn_text(rendering.prompt, "", anchors)
-    if "temperature" not in remainder and TOOL_RESULT not in remainder:
+    if TOOL_RESULT_WORD not in remainder:  # the word, not the JSON: templates re-encode the result
         return None
     return markup_tail(rendering.prompt)
 

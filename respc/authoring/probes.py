@@ -22,6 +22,7 @@ __all__ = [
     "PROBES",
     "SWITCHES",
     "TOOLS",
+    "TOOL_RESULT_WORD",
     "Probe",
     "Rendering",
     "Skipped",
@@ -43,6 +44,7 @@ REASONING = "The user asks about Paris.\nI should answer briefly."
 CALL_TEXT = "Let me check the weather."
 AFTER_TOOL = "It is 18 degrees and clear in Paris."
 TOOL_RESULT = '{"temperature": 18, "sky": "clear"}'
+TOOL_RESULT_WORD = "temperature"  # in the tool result however a template encodes it
 
 
 def _function(name: str, description: str, properties: dict[str, Any]) -> dict:

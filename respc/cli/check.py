@@ -54,6 +54,8 @@ def load_chat_template_arg(path: str) -> Any:
             compile_chat_template(text)
         except jinja2.TemplateSyntaxError as error:
             raise UsageError(f"{chat_template.where}: line {error.lineno}: {error.message}") from None
+        except ImportError as error:  # jinja2 too old to render untrusted templates safely
+            raise UsageError(f"{error}; or pip install 'respc[authoring]'") from None
     return chat_template
 
 

@@ -1,12 +1,22 @@
-"""Render a pytest-benchmark JSON run as the README's speed tables (never typed by hand).
+"""Render a pytest-benchmark JSON run as the speed tables of the documentation (never typed by hand).
 
     python benchmarks/render_table.py .benchmarks/run.json            # print the tables
-    python benchmarks/render_table.py .benchmarks/run.json --write README.md
+    python benchmarks/render_table.py .benchmarks/run.json --write    # README.md and docs/*.md
 
-`--write` replaces the text between the `speed-table` markers in the given file with the parser's
-tables, between the `wire-table` markers with the wire formats' overhead
-(benchmarks/test_wire_overhead.py), and between the `scale-table` markers with the engines of
-`respc parse` (benchmarks/test_scale.py), each only when the run has its benchmarks.
+Each table lives between a pair of markers, `<!-- NAME:start -->` and `<!-- NAME:end -->`, in one file:
+
+- `speed-table` (README.md): the speed-up over transformers per template, the median of paired rounds
+  (benchmarks/test_targets.py);
+- `side-by-side-table` (docs/benchmarks.md): respc, transformers and the floor, medians of one run
+  (benchmarks/test_speed.py, test_release_523.py);
+- `content-table` (docs/benchmarks.md): the content parsers' paired speed-ups (test_targets.py);
+- `cost-table` (docs/benchmarks.md): imports, compiles, memory and `respc parse` throughput
+  (test_costs.py, test_batch_throughput.py);
+- `wire-table` (docs/serving.md): the wire formats' cost over `DeltaStream` (test_wire_overhead.py);
+- `scale-table` (docs/batch.md): the engines of `respc parse` at scale (test_scale.py).
+
+`--write FILE...` (default: README.md and docs/*.md) replaces each table the run has data for in every
+given file that holds its markers; a table whose markers none of the files holds is an error.
 """
 
 from __future__ import annotations
@@ -19,7 +29,7 @@ from pathlib import Path
 
 from targets import CONTENT, TARGETS, TEMPLATES, describe
 
-SECTIONS = ("speed-table", "wire-table", "scale-table")  # README markers, each from its own benchmarks
+ROOT = Path(__file__).parent.parent
 WORKLOADS = {
     "stream-4": "stream, 4-char chunks (µs/chunk)",
     "stream-token": "stream, one BPE token per feed (µs/chunk)",
@@ -36,7 +46,8 @@ def _cell(seconds: float | None, per: int, scale: float) -> str:
     return "—" if seconds is None else f"{seconds / per * scale:.3g}"
 
 
-def render(run: dict) -> str:
+def _rows(run: dict) -> dict[tuple, dict]:
+    """The side-by-side medians by (workload, shape, size): {impl: seconds, "chunks": n}."""
     rows: dict[tuple, dict] = defaultdict(dict)
     for bench in run["benchmarks"]:
         info = bench["extra_info"]
@@ -47,10 +58,23 @@ def render(run: dict) -> str:
         rows[key]["chunks"] = info.get("chunks", 1)
         if "oracle_median" in info:  # the oracle timed in a process of its own (an older release)
             rows[key]["transformers"] = info["oracle_median"]
+    return rows
+
+
+def _measured(run: dict) -> str:
+    """When and where the run was measured: "Measured 2026-12-01 on AMD EPYC, CPython 3.11.7"."""
     machine = run["machine_info"]
+    cpu = machine.get("cpu", {}).get("brand_raw", machine.get("processor", "?"))
+    return f"Measured {run['datetime'][:10]} on {cpu}, {machine['python_implementation']} {machine['python_version']}"
+
+
+def render_side_by_side(run: dict) -> str:
+    """respc, transformers and the floor per workload, template and size: medians of one run."""
+    rows = _rows(run)
+    if not rows:
+        return ""
     lines = [
-        f"Measured {run['datetime'][:10]} on {machine.get('cpu', {}).get('brand_raw', machine.get('processor', '?'))}, "
-        f"{machine['python_implementation']} {machine['python_version']}; medians of one run, respc and "
+        f"{_measured(run)}; medians of one run, respc and "
         "transformers 5.24.0 side by side (the rows marked 5.23: respc's 5.23 target and transformers 5.23.0). "
         "Floor: the bare work the API requires (iterating the chunks and building one event each; one "
         "`str.find` pass plus `json.loads` for a whole message).",
@@ -70,52 +94,67 @@ def render(run: dict) -> str:
             f"| {WORKLOADS[workload]} | {shape} | {size:,} | {_cell(ours, per, scale)} | {_cell(theirs, per, scale)} "
             f"| {speedup} | {_cell(floor, per, scale)} | {versus} |"
         )
-    return "\n".join(lines) + "\n" + render_targets(run, rows) + render_costs(run)
+    return "\n".join(lines) + "\n"
 
 
 PAIRED = tuple((name, describe(name)) for name in TARGETS)  # ratio names test_targets.py writes
 
 
-def render_targets(run: dict, rows: dict[tuple, dict]) -> str:
-    """Issue #3's ratios, per template: medians of paired rounds (test_targets.py) when the run has them,
-    else ratios of the side-by-side medians above."""
+def _paired(run: dict) -> dict[tuple[str, str], dict]:
+    """The paired ratios test_targets.py recorded, by (shape, ratio name)."""
     paired: dict[tuple[str, str], dict] = {}
     for bench in run["benchmarks"]:
         info = bench["extra_info"]
         if info.get("workload") == "paired":
             paired[(info["shape"], info["ratio"])] = info
+    return paired
+
+
+def _rounds(infos: list[dict]) -> str:
+    counts = sorted({len(info["ratios"]) for info in infos})
+    return str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+
+
+def _paired_table(paired: dict[tuple[str, str], dict], title: str, shapes: tuple[str, ...]) -> list[str]:
+    """One row per shape, one column per ratio with a target for them (the target in its header)."""
+    names = [(n, t) for n, t in PAIRED if any((shape, n) in paired for shape in shapes)]
+    if not names:
+        return []
+    lines = [
+        f"| {title} | " + " | ".join(f"{name} ({target})" for name, target in names) + " |",
+        "|---|" + "---:|" * len(names),
+    ]
+    for shape in shapes:
+        if not any((shape, name) in paired for name, _ in names):
+            continue
+        cells = []
+        for name, _ in names:
+            info = paired.get((shape, name))
+            unit = "x" if "speed-up" in name or "floor" in name else ""
+            cells.append("—" if info is None else f"{info['median']:.{1 if unit else 2}f}{unit}")
+        lines.append(f"| {shape} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def render_targets(run: dict) -> str:
+    """The speed targets per template (README.md): medians of paired rounds (test_targets.py) when the run
+    has them, else ratios of the side-by-side medians."""
+    paired = {key: info for key, info in _paired(run).items() if key[0] in TEMPLATES}
     if paired:
-        counts = sorted({len(info["ratios"]) for info in paired.values()})
-        rounds = str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
-        lines = [
-            "",
-            f"Targets of issues #3 and #17, per template: the median of {rounds} paired rounds, each timing "
-            "both sides back to back (`benchmarks/test_targets.py`), so that the machine's drift cancels. "
-            "A new parser for every response; 500 and 2k are characters.",
-        ]
-        for title, shapes in (("template", TEMPLATES), ("content parser", CONTENT)):
-            names = [(n, t) for n, t in PAIRED if any((shape, n) in paired for shape in shapes)]
-            if not names:
-                continue
-            lines += [
-                "",
-                f"| {title} | " + " | ".join(f"{name} ({target})" for name, target in names) + " |",
-                "|---|" + "---:|" * len(names),
-            ]
-            for shape in shapes:
-                if not any((shape, name) in paired for name, _ in names):
-                    continue
-                cells = []
-                for name, _ in names:
-                    info = paired.get((shape, name))
-                    unit = "x" if "speed-up" in name or "floor" in name else ""
-                    cells.append("—" if info is None else f"{info['median']:.{1 if unit else 2}f}{unit}")
-                lines.append(f"| {shape} | " + " | ".join(cells) + " |")
-        return "\n".join(lines) + "\n"
+        table = _paired_table(paired, "template", TEMPLATES)
+        intro = (
+            f"{_measured(run)}. Each figure is the median of {_rounds(list(paired.values()))} paired rounds, "
+            "each timing respc and transformers 5.24.0 back to back (`benchmarks/test_targets.py`), so that the "
+            "machine's drift cancels; the header gives each target. A new parser for every response; 500 and "
+            "2k are characters."
+        )
+        return "\n".join([intro, "", *table]) + "\n"
+    rows = _rows(run)
     shapes = sorted({shape for _, shape, _ in rows})
     if not shapes:
         return ""
     lines = [
+        f"{_measured(run)}; ratios of the side-by-side medians (a run without `benchmarks/test_targets.py`).",
         "",
         "| template | stream 10k speed-up | parse 10k speed-up | stream µs/chunk, 1M ÷ 10k |",
         "|---|---:|---:|---:|",
@@ -134,6 +173,18 @@ def render_targets(run: dict, rows: dict[tuple, dict]) -> str:
             cells.append("—")
         lines.append(f"| {shape} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def render_content(run: dict) -> str:
+    """The content parsers' speed-ups on their own: medians of paired rounds (test_targets.py)."""
+    paired = {key: info for key, info in _paired(run).items() if key[0] in CONTENT}
+    if not paired:
+        return ""
+    intro = (
+        f"The content parsers on their own, against transformers 5.24.0's: the median of "
+        f"{_rounds(list(paired.values()))} paired rounds (`benchmarks/test_targets.py`)."
+    )
+    return "\n".join([intro, "", *_paired_table(paired, "content parser", CONTENT)]) + "\n"
 
 
 def render_costs(run: dict) -> str:
@@ -170,7 +221,6 @@ def render_costs(run: dict) -> str:
     if not lines:
         return ""
     header = [
-        "",
         "| fixed cost or throughput (imports: fresh interpreter, bytecode cached) | median |",
         "|---|---:|",
     ]
@@ -250,33 +300,51 @@ def render_scale(run: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("run", type=Path, help="pytest-benchmark JSON (--benchmark-json)")
-    parser.add_argument("--write", type=Path, help="file whose speed-table section to replace")
-    args = parser.parse_args()
-    run = json.loads(args.run.read_text(encoding="utf-8"))
-    parser_rows = any(bench["extra_info"].get("workload") in WORKLOADS for bench in run["benchmarks"])
-    tables = {
-        "speed-table": render(run) if parser_rows else "",
-        "wire-table": render_wire(run),
-        "scale-table": render_scale(run),
-    }
-    if not args.write:
-        print("\n".join(table for table in tables.values() if table), end="")
-        return
-    text = args.write.read_text(encoding="utf-8")
-    for section in SECTIONS:
-        if not tables[section]:
+RENDERERS = {  # marker name -> its table (see the module docstring for the file that holds it)
+    "speed-table": render_targets,
+    "side-by-side-table": render_side_by_side,
+    "content-table": render_content,
+    "cost-table": render_costs,
+    "wire-table": render_wire,
+    "scale-table": render_scale,
+}
+
+
+def write(tables: dict[str, str], files: list[Path]) -> None:
+    """Replace each non-empty table between its markers in every file of `files` that holds them."""
+    texts = {path: path.read_text(encoding="utf-8") for path in files}
+    for section, table in tables.items():
+        if not table:
             continue
         start, end = f"<!-- {section}:start -->", f"<!-- {section}:end -->"
         pattern = re.compile(re.escape(start) + ".*?" + re.escape(end), re.DOTALL)
-        if not pattern.search(text):
-            raise SystemExit(f"{args.write}: no {start} ... {end} section")
-        text = pattern.sub(
-            lambda _, start=start, end=end, table=tables[section]: f"{start}\n{table}{end}", text
-        )
-    args.write.write_text(text, encoding="utf-8")
+        holders = [path for path, text in texts.items() if pattern.search(text)]
+        if not holders:
+            raise SystemExit(f"no {start} ... {end} section in {', '.join(map(str, files))}")
+        for path in holders:
+            texts[path] = pattern.sub(lambda _, start=start, end=end: f"{start}\n{table}{end}", texts[path])
+    for path, text in texts.items():
+        if text != path.read_text(encoding="utf-8"):
+            path.write_text(text, encoding="utf-8")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run", type=Path, help="pytest-benchmark JSON (--benchmark-json)")
+    parser.add_argument(
+        "--write",
+        type=Path,
+        nargs="*",
+        metavar="FILE",
+        help="files whose tables to replace (default: README.md and docs/*.md)",
+    )
+    args = parser.parse_args()
+    run = json.loads(args.run.read_text(encoding="utf-8"))
+    tables = {section: render(run) for section, render in RENDERERS.items()}
+    if args.write is None:
+        print("\n".join(table for table in tables.values() if table), end="")
+        return
+    write(tables, args.write or [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))])
 
 
 if __name__ == "__main__":

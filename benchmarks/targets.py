@@ -1,4 +1,4 @@
-"""The speed targets, defined once: the README's targets table shows them, `check_targets.py` enforces them.
+"""The speed targets, defined once: the README's speed table shows them, `check_targets.py` enforces them.
 
 Each ratio that `test_targets.py` records (a median of paired rounds) has a bound per kind of workload:
 "literal" templates delimit every region with literals, "regex" ones have at least one regex

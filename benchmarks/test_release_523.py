@@ -1,6 +1,6 @@
 """One row per workload against transformers 5.23.0: respc compiled for the 5.23 target, side by side with
 the release it follows (timed in a process of its own by benchmarks/oracle_523.py, since 5.23.0 cannot
-share an environment with 5.24.0; `python tests/oracles.py install` puts it beside the environment).
+share an environment with 5.24.0; `python tests/support/oracles.py install` puts it beside the environment).
 
     python -m pytest benchmarks/test_release_523.py --benchmark-only --benchmark-json=.benchmarks/523.json
 """
@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_speed import _stream
+from timing import run_stream
 from workloads import chunks_of, response, template
 
 import respc
@@ -25,7 +25,7 @@ WORKLOADS = {"stream-4": 10_000, "parse": 10_000, "batch-1000": 300}
 
 def _oracle_seconds(workload: str, size: int, rounds: int) -> float:
     sys.path.insert(0, str(ROOT / "tests"))
-    from oracles import install
+    from support.oracles import install
 
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(install("5.23")), str(ROOT / "benchmarks")]))
     command = [
@@ -46,7 +46,7 @@ def test_against_5_23(benchmark, workload: str) -> None:
     module = respc.compile_template(template(SHAPE), target="5.23")
     if workload == "stream-4":
         chunks = chunks_of(response(SHAPE, size))
-        run, args, per = _stream, (lambda: module.ResponseParser(""), chunks), len(chunks)
+        run, args, per = run_stream, (lambda: module.ResponseParser(""), chunks), len(chunks)
     elif workload == "parse":
         text = response(SHAPE, size)
         run, args, per = (lambda t: module.parse_response(t, prefix="")), (text,), 1

@@ -1,7 +1,7 @@
 """Scaling out: `respc parse` on stored generations with each engine, and its memory as inputs grow.
 
     python -m pytest benchmarks/test_scale.py --benchmark-only --benchmark-json=.benchmarks/scale.json
-    python benchmarks/render_table.py .benchmarks/scale.json --write README.md
+    python benchmarks/render_table.py .benchmarks/scale.json --write   # the scale table of docs/batch.md
 
 Each engine runs as a user runs it, in a fresh process: `respc parse` (local, 1 and 2 workers; Ray
 Data with 2 actors on a local cluster it starts and stops) and a script calling

@@ -1,7 +1,7 @@
-"""respc and transformers 5.23.0 side by side, in one run.
+"""respc and transformers 5.24.0 side by side, in one run.
 
     python -m pytest benchmarks --benchmark-only --benchmark-json=.benchmarks/run.json
-    python benchmarks/render_table.py .benchmarks/run.json   # the README's table
+    python benchmarks/render_table.py .benchmarks/run.json --write   # the tables of README.md and docs/
 
 Each benchmark's `group` puts respc, the oracle and the floor (the bare work the API requires)
 next to each other. The oracle's streaming cost is quadratic, so it only runs at 1M characters
@@ -10,10 +10,10 @@ when RESPC_BENCH_ORACLE_1M=1 (it takes about 15 s a round there).
 
 from __future__ import annotations
 
-import json
 import os
 
 import pytest
+from timing import floor_parse, floor_stream, run_stream
 from transformers.utils.chat_parsing import ResponseParser as OracleParser
 from transformers.utils.chat_parsing import parse_response as oracle_parse
 from workloads import SHAPES, SIZES, chunks_of, response, template
@@ -22,32 +22,6 @@ import respc
 
 IMPLS = ("respc", "transformers", "floor")
 ORACLE_1M = os.environ.get("RESPC_BENCH_ORACLE_1M") == "1"
-
-
-def _stream(make_parser, chunks: list[str]) -> dict:
-    parser = make_parser()
-    for chunk in chunks:
-        parser.feed(chunk)
-    return parser.finalize()[0]
-
-
-def _floor_stream(chunks: list[str]) -> list:
-    """Iterate the chunks and build the one event per chunk that the API must return."""
-    out = None
-    for chunk in chunks:
-        out = [{"type": "region_chunk", "field": "content", "text": chunk, "dirty": False}]
-    return out
-
-
-def _floor_parse(text: str, opener: str, closer: str) -> object:
-    """One `str.find` pass for the tool call, plus `json.loads` of it (for JSON tool bodies)."""
-    start = text.find(opener)
-    end = text.find(closer, start)
-    body = text[start + len(opener) : end]
-    try:
-        return json.loads(body)
-    except ValueError:
-        return body
 
 
 def _skip_slow(impl: str, size: int) -> None:
@@ -65,16 +39,16 @@ def test_stream_4_chars(benchmark, shape: str, impl: str, size: int) -> None:
     benchmark.group = f"stream-4 {shape} {size}"
     benchmark.extra_info.update(shape=shape, impl=impl, size=size, chunks=len(chunks), workload="stream-4")
     if impl == "floor":
-        benchmark(_floor_stream, chunks)
+        benchmark(floor_stream, chunks)
         return
     if impl == "respc":
         module = respc.compile_template(tpl)
         make = lambda: module.ResponseParser("")  # noqa: E731
     else:
         make = lambda: OracleParser(tpl, "")  # noqa: E731
-    result = benchmark.pedantic(_stream, (make, chunks), rounds=3 if size >= 100_000 else 15, iterations=1)
+    result = benchmark.pedantic(run_stream, (make, chunks), rounds=3 if size >= 100_000 else 15, iterations=1)
     if size <= 10_000:
-        assert result == _stream(lambda: OracleParser(tpl, ""), chunks)
+        assert result == run_stream(lambda: OracleParser(tpl, ""), chunks)
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -85,7 +59,7 @@ def test_parse_whole(benchmark, shape: str, impl: str, size: int) -> None:
     benchmark.group = f"parse {shape} {size}"
     benchmark.extra_info.update(shape=shape, impl=impl, size=size, workload="parse")
     if impl == "floor":
-        benchmark(_floor_parse, text, "<tool_call>", "</tool_call>")
+        benchmark(floor_parse, text, "<tool_call>", "</tool_call>")
     elif impl == "respc":
         module = respc.compile_template(tpl)
         assert benchmark(module.parse_response, text, prefix="") == oracle_parse(text, tpl, prefix="")
@@ -101,7 +75,7 @@ def test_batch_of_1000_short(benchmark, shape: str, impl: str) -> None:
     benchmark.group = f"batch-1000 {shape}"
     benchmark.extra_info.update(shape=shape, impl=impl, size=300, workload="batch-1000")
     if impl == "floor":
-        benchmark(lambda: [_floor_parse(t, "<tool_call>", "</tool_call>") for t in texts])
+        benchmark(lambda: [floor_parse(t, "<tool_call>", "</tool_call>") for t in texts])
     elif impl == "respc":
         parse = respc.compile_template(tpl).parse_response
         benchmark(lambda: [parse(t, prefix="") for t in texts])
@@ -121,9 +95,9 @@ def test_stream_tokens(benchmark, shape: str, impl: str, token_chunks) -> None:
     )
     if impl == "respc":
         module = respc.compile_template(tpl)
-        benchmark(_stream, lambda: module.ResponseParser(""), chunks)
+        benchmark(run_stream, lambda: module.ResponseParser(""), chunks)
     else:
-        benchmark(_stream, lambda: OracleParser(tpl, ""), chunks)
+        benchmark(run_stream, lambda: OracleParser(tpl, ""), chunks)
 
 
 @pytest.fixture(scope="session")

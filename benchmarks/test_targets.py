@@ -1,4 +1,4 @@
-"""Issue #3's targets as medians of paired ratios, the figures the README's targets table reports.
+"""The speed targets (targets.py) as medians of paired ratios: the figures of the README's speed table.
 
     python -m pytest benchmarks/test_targets.py --benchmark-only --benchmark-json=.benchmarks/targets.json
 
@@ -11,45 +11,13 @@ figure. pytest-benchmark's own timing of a test is the time of one whole round, 
 
 from __future__ import annotations
 
-import statistics
-import time
-
 import pytest
-from test_speed import _floor_parse, _floor_stream, _stream
+from timing import floor_parse, floor_stream, record_pairs, run_stream
 from transformers.utils.chat_parsing import ResponseParser as OracleParser
 from transformers.utils.chat_parsing import parse_response as oracle_parse
 from workloads import SHAPES, chunks_of, response, template
 
 import respc
-
-ROUNDS = 21
-
-
-def _timed(run, repeat: int) -> float:
-    start = time.perf_counter()
-    for _ in range(repeat):
-        run()
-    return (time.perf_counter() - start) / repeat
-
-
-def _pairs(
-    benchmark, name: str, ours, other, *, repeat: tuple[int, int], rounds: int = ROUNDS, scale: float = 1.0
-) -> None:
-    """Record `rounds` ratios other/ours (times `scale`), each from one back-to-back timing of both."""
-    ratios: list[float] = []
-
-    def one_round() -> None:
-        if len(ratios) % 2:
-            theirs, mine = _timed(other, repeat[1]), _timed(ours, repeat[0])
-        else:
-            mine, theirs = _timed(ours, repeat[0]), _timed(other, repeat[1])
-        ratios.append(theirs / mine * scale)
-
-    benchmark.group = "targets: paired ratios (time of one round; see extra_info)"
-    benchmark.pedantic(one_round, rounds=rounds, iterations=1)
-    benchmark.extra_info.update(
-        workload="paired", ratio=name, ratios=ratios, median=statistics.median(ratios)
-    )
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
@@ -57,11 +25,11 @@ def test_stream_speedup_10k(benchmark, shape: str) -> None:
     """transformers ÷ respc, streaming 10k characters in 4-character chunks."""
     tpl, chunks = template(shape), chunks_of(response(shape, 10_000))
     module = respc.compile_template(tpl)
-    ours = lambda: _stream(lambda: module.ResponseParser(""), chunks)  # noqa: E731
-    theirs = lambda: _stream(lambda: OracleParser(tpl, ""), chunks)  # noqa: E731
+    ours = lambda: run_stream(lambda: module.ResponseParser(""), chunks)  # noqa: E731
+    theirs = lambda: run_stream(lambda: OracleParser(tpl, ""), chunks)  # noqa: E731
     assert ours() == theirs()
     benchmark.extra_info.update(shape=shape)
-    _pairs(benchmark, "stream 10k speed-up", ours, theirs, repeat=(3, 1))
+    record_pairs(benchmark, "stream 10k speed-up", ours, theirs, repeat=(3, 1))
 
 
 SMALL = {500: "500", 2_000: "2k"}
@@ -74,12 +42,14 @@ def test_stream_speedup_short(benchmark, shape: str, size: int) -> None:
     (issue #17: the length of most chat responses, where setup and the first feeds weigh most)."""
     tpl, chunks = template(shape), chunks_of(response(shape, size))
     module = respc.compile_template(tpl)
-    ours = lambda: _stream(lambda: module.ResponseParser(""), chunks)  # noqa: E731
-    theirs = lambda: _stream(lambda: OracleParser(tpl, ""), chunks)  # noqa: E731
+    ours = lambda: run_stream(lambda: module.ResponseParser(""), chunks)  # noqa: E731
+    theirs = lambda: run_stream(lambda: OracleParser(tpl, ""), chunks)  # noqa: E731
     assert ours() == theirs()
     benchmark.extra_info.update(shape=shape)
     repeat = 20_000 // size
-    _pairs(benchmark, f"stream {SMALL[size]} speed-up", ours, theirs, repeat=(repeat, max(1, repeat // 4)))
+    record_pairs(
+        benchmark, f"stream {SMALL[size]} speed-up", ours, theirs, repeat=(repeat, max(1, repeat // 4))
+    )
 
 
 @pytest.mark.parametrize("size", sorted(SMALL))
@@ -93,7 +63,9 @@ def test_parse_speedup_short(benchmark, shape: str, size: int) -> None:
     assert ours() == theirs()
     benchmark.extra_info.update(shape=shape)
     repeat = 200_000 // size
-    _pairs(benchmark, f"parse {SMALL[size]} speed-up", ours, theirs, repeat=(repeat, max(1, repeat // 6)))
+    record_pairs(
+        benchmark, f"parse {SMALL[size]} speed-up", ours, theirs, repeat=(repeat, max(1, repeat // 6))
+    )
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
@@ -106,7 +78,7 @@ def test_batch_1000_speedup(benchmark, shape: str) -> None:
     theirs = lambda: [oracle_parse(t, tpl, prefix="") for t in texts]  # noqa: E731
     assert ours() == theirs()
     benchmark.extra_info.update(shape=shape)
-    _pairs(benchmark, "batch-1000 speed-up", ours, theirs, repeat=(1, 1), rounds=9)
+    record_pairs(benchmark, "batch-1000 speed-up", ours, theirs, repeat=(1, 1), rounds=9)
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
@@ -118,7 +90,7 @@ def test_parse_speedup_10k(benchmark, shape: str) -> None:
     theirs = lambda: oracle_parse(text, tpl, prefix="")  # noqa: E731
     assert ours() == theirs()
     benchmark.extra_info.update(shape=shape)
-    _pairs(benchmark, "parse 10k speed-up", ours, theirs, repeat=(50, 10))
+    record_pairs(benchmark, "parse 10k speed-up", ours, theirs, repeat=(50, 10))
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
@@ -126,10 +98,10 @@ def test_stream_floor_10k(benchmark, shape: str) -> None:
     """respc ÷ floor, streaming 10k characters in 4-character chunks (the aim is within 3x)."""
     tpl, chunks = template(shape), chunks_of(response(shape, 10_000))
     module = respc.compile_template(tpl)
-    ours = lambda: _stream(lambda: module.ResponseParser(""), chunks)  # noqa: E731
+    ours = lambda: run_stream(lambda: module.ResponseParser(""), chunks)  # noqa: E731
     benchmark.extra_info.update(shape=shape)
     # Swapped roles: the ratio is respc's time over the floor's.
-    _pairs(benchmark, "stream 10k respc ÷ floor", lambda: _floor_stream(chunks), ours, repeat=(3, 3))
+    record_pairs(benchmark, "stream 10k respc ÷ floor", lambda: floor_stream(chunks), ours, repeat=(3, 3))
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
@@ -138,9 +110,9 @@ def test_parse_floor_10k(benchmark, shape: str) -> None:
     tpl, text = template(shape), response(shape, 10_000)
     module = respc.compile_template(tpl)
     ours = lambda: module.parse_response(text, prefix="")  # noqa: E731
-    floor = lambda: _floor_parse(text, "<tool_call>", "</tool_call>")  # noqa: E731
+    floor = lambda: floor_parse(text, "<tool_call>", "</tool_call>")  # noqa: E731
     benchmark.extra_info.update(shape=shape)
-    _pairs(benchmark, "parse 10k respc ÷ floor", floor, ours, repeat=(200, 50))
+    record_pairs(benchmark, "parse 10k respc ÷ floor", floor, ours, repeat=(200, 50))
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
@@ -151,13 +123,13 @@ def test_stream_flat_1m(benchmark, shape: str) -> None:
     module = respc.compile_template(tpl)
 
     def per_chunk(chunks: list[str]):
-        return lambda: _stream(lambda: module.ResponseParser(""), chunks)
+        return lambda: run_stream(lambda: module.ResponseParser(""), chunks)
 
     benchmark.extra_info.update(shape=shape)
     repeat = (len(large) // len(small) // 4, 1)  # about a quarter of the large run's time on each side
     # Both sides time whole runs: scaled to per-chunk.
     scale = len(small) / len(large)
-    _pairs(
+    record_pairs(
         benchmark,
         "stream µs/chunk 1M ÷ 10k",
         per_chunk(small),
@@ -216,7 +188,7 @@ def test_content_parser_speedup(benchmark, case: str) -> None:
     theirs = lambda: parse_content(text, name, args)  # noqa: E731
     assert ours() == theirs()
     benchmark.extra_info.update(shape=case)
-    _pairs(benchmark, "content parser speed-up", ours, theirs, repeat=(200, 100))
+    record_pairs(benchmark, "content parser speed-up", ours, theirs, repeat=(200, 100))
 
 
 def test_python_call_list_speedup(benchmark) -> None:
@@ -232,4 +204,4 @@ def test_python_call_list_speedup(benchmark) -> None:
     theirs = lambda: parse_content(text, "python-call-list", {})  # noqa: E731
     assert ours() == theirs()
     benchmark.extra_info.update(shape="python-call-list")
-    _pairs(benchmark, "content parser speed-up", ours, theirs, repeat=(20, 5))
+    record_pairs(benchmark, "content parser speed-up", ours, theirs, repeat=(20, 5))

@@ -1,7 +1,7 @@
 """What the wire formats add to a bare `DeltaStream` on the same stream (the aim: at most +30%).
 
     python -m pytest benchmarks/test_wire_overhead.py --benchmark-only --benchmark-json=.benchmarks/wire.json
-    python benchmarks/render_table.py .benchmarks/wire.json --write README.md   # the README's wire table
+    python benchmarks/render_table.py .benchmarks/wire.json --write   # the wire table of docs/serving.md
 
 Each workload streams a 10k-character response in 4-character chunks through a `DeltaStream` (iterating
 the deltas of every feed) and, side by side, through the same `DeltaStream` driven by a wire format
@@ -16,7 +16,7 @@ import json
 import statistics
 
 import pytest
-from test_targets import _timed
+from timing import timed
 from workloads import SHAPES, chunks_of, response, template
 
 import respc
@@ -68,9 +68,9 @@ def test_wire_overhead(benchmark, shape: str, wire: str, output: str) -> None:
         ours = lambda: wired(FORMATS[wire], make, chunks)  # noqa: E731
         base = lambda: bare(make, chunks)  # noqa: E731
         if len(ratios) % 2:
-            mine, theirs = _timed(ours, 2), _timed(base, 2)
+            mine, theirs = timed(ours, 2), timed(base, 2)
         else:
-            theirs, mine = _timed(base, 2), _timed(ours, 2)
+            theirs, mine = timed(base, 2), timed(ours, 2)
         ratios.append(mine / theirs)
 
     benchmark.group = "wire formats: paired ratios over the bare DeltaStream (see extra_info)"

@@ -11,7 +11,7 @@ request's tools type the tool-call arguments, as they would for a real model. `-
 port; the first line printed is the address served.
 
 To serve a real engine, give `create_app` any object whose `generate(request)` returns a `Generation`:
-the prompt the engine continued and an async iterator of the text pieces it produces (see README.md).
+the prompt the engine continued and an async iterator of the text pieces it produces (see docs/serving.md).
 """
 
 from __future__ import annotations

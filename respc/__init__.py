@@ -49,7 +49,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     # Imported on first use, so `import respc` (and every generated module) stays light.
     if name in ("TemplateError", "TemplateTypeError", "TemplateWarning"):
-        from respc.compiler import spec
+        from respc import spec
 
         return getattr(spec, name)
     if name in ("for_model", "detect", "Detection", "ResponseTemplateNotFound"):

@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from respc.compiler import Spec
+from respc.spec import Spec
 
 __all__ = [
     "ABSENT",

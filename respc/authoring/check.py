@@ -123,8 +123,8 @@ def check(
     on `probes` (default: every probe, with each reasoning switch the template reads on and off). `now`
     fixes the time a template may print; `target` is the transformers release to parse as."""
     from respc._compile import compile_template
-    from respc.compiler import load_template
     from respc.runtime.targets import get_target
+    from respc.spec import load_template
 
     template = (
         response_template.TEMPLATE if isinstance(response_template, types.ModuleType) else response_template

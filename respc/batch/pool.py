@@ -3,7 +3,7 @@
 `concurrent.futures.ProcessPoolExecutor` can hang for good when a worker is killed while it sends a
 result: its workers share one result pipe, so the half-written message leaves the pipe's lock taken (the
 other workers wait on it) and the reading thread waits for the rest of a message nobody will finish
-(CPython 3.11; reproduced by `tests/test_scale.py`'s killed worker under load). Here each worker has a pipe
+(CPython 3.11; reproduced by `tests/batch/test_engines.py`'s killed worker under load). Here each worker has a pipe
 of its own in each direction, and only that worker holds the write end of its result pipe, so its death
 reads as the end of that pipe (or shows as its process sentinel) and the run fails with `WorkerDied`.
 

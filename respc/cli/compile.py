@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     regenerate = f"respc compile {name}" + (f" -o {out_name}" if out_name else "")
     if args.target is not None:
         regenerate += f" --target {args.target}"
-    from respc.compiler import generate_source
+    from respc._compile import generate_source
 
     with template_errors(name):
         source = generate_source(template, name=name, regenerate=regenerate, target=args.target)

@@ -15,15 +15,10 @@ class UsageError(Exception):
 @contextlib.contextmanager
 def template_errors(name: str) -> Iterator[None]:
     """Turn a template that cannot be compiled into one `UsageError` line naming its source."""
-    from respc.compiler import SourceError, TemplateError
+    from respc._compile import CompileError
+    from respc.spec import TemplateError
 
     try:
         yield
-    except TemplateError as error:
+    except (TemplateError, CompileError) as error:
         raise UsageError(f"{name}: {error}".splitlines()[0]) from error
-    except (SourceError, RecursionError, MemoryError) as error:
-        # transformers accepts values nested deeper than Python source can spell (about 200 levels)
-        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise UsageError(
-            f"{name}: cannot compile: template values are nested too deeply ({reason})"
-        ) from error

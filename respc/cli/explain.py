@@ -22,11 +22,10 @@ def register(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from respc.compiler import load_template, plan_parser
-    from respc.compiler.explain import explain
+    from respc._compile import explain
 
     template, name = load_source(args.source)
     with template_errors(name):
-        plan = plan_parser(load_template(template, args.target), name)
-    sys.stdout.write(explain(plan))
+        text = explain(template, name=name, target=args.target)
+    sys.stdout.write(text)
     return 0

@@ -17,30 +17,33 @@ def register(commands: Any) -> None:
     """Add `regen` to the `respc` subcommands."""
     command = commands.add_parser("regen", help="rebuild respc/generated/ from respc/presets/")
     command.add_argument("--check", action="store_true", help="write nothing; exit 1 if anything is stale")
-    command.add_argument("--readme", metavar="README", help="also refresh the preset table in this README")
+    command.add_argument(
+        "--readme",
+        metavar="FILE",
+        help="also refresh the preset table in this Markdown file (docs/presets.md)",
+    )
     command.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from respc.compiler import TemplateError
-    from respc.compiler.regen import PACKAGE, expected_outputs, preset_names, regen, update_readme
+    from respc import _compile
+    from respc.registry import presets
+    from respc.spec import TemplateError
 
     readme = Path(args.readme) if args.readme else None
-    if readme is not None:
-        update_readme(readme, check=True)  # an unreadable README, or one without markers, stops us here
-    progress = Progress(len(preset_names()), unit="presets", minimum=1, every=0)
+    progress = Progress(len(presets()), unit="presets", minimum=1, every=0)
     try:
-        outputs = expected_outputs(progress=lambda name: progress.step(f"compiling {name}"))
-        drift = regen(check=args.check, outputs=outputs)
+        drift, readme_stale, package = _compile.regen(
+            check=args.check, readme=readme, progress=lambda name: progress.step(f"compiling {name}")
+        )
     except TemplateError as error:
         raise UsageError(str(error)) from error
     finally:
         progress.end()
-    readme_stale = update_readme(readme, check=args.check) if readme is not None else False
     done = {"stale": "rewritten", "missing": "written", "orphaned": "removed"}
     for item in drift:
         state = item.kind if args.check else f"{item.kind} ({done[item.kind]})"
-        print(f"respc: {item.path.relative_to(PACKAGE.parent)}: {state}", file=sys.stderr)
+        print(f"respc: {item.path.relative_to(package.parent)}: {state}", file=sys.stderr)
     if readme_stale:
         print(f"respc: {readme}: preset table {'stale' if args.check else 'rewritten'}", file=sys.stderr)
     if args.check:

@@ -14,8 +14,8 @@ from respc._version import __version__
 from respc.compiler.format import SourceError, format_source, verify_source
 from respc.compiler.plan import ParserPlan, plan_parser
 from respc.compiler.render import render_module
-from respc.compiler.spec import Spec, TemplateError, TemplateTypeError, TemplateWarning, load_template
 from respc.runtime.targets import Target
+from respc.spec import Spec, TemplateError, TemplateTypeError, TemplateWarning, load_template
 
 __all__ = [
     "ParserPlan",

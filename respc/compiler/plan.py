@@ -30,11 +30,11 @@ from respc.compiler.analysis import (
     split_lead,
     stable_end,
 )
-from respc.compiler.spec import Anchor, Field, Spec, TemplateError
 from respc.compiler.transforms import transform_expression
 from respc.runtime.content import DIRTY_PARSERS
 from respc.runtime.scan import RUN_CLASSES
 from respc.runtime.targets import Target
+from respc.spec import Anchor, Field, Spec, TemplateError
 
 __all__ = ["Delimiter", "FieldPlan", "ParserPlan", "State", "describe_anchor", "plan_parser"]
 
@@ -194,6 +194,23 @@ class State:
     runs: tuple[str, ...]  # regex classes of the trailing runs that lead-run delimiters hold back
     dirty: bool
     rare: tuple[str, int] | None = None  # found first by the `literals` end scan, as `Delimiter.rare`
+    context: int | None = 0  # the plan's: consumed characters the patterns look back at (None: all)
+
+    @property
+    def mode(self) -> str:
+        """How the runtime feeds while this state's region is open and nothing is held (see
+        `respc.runtime.parser`): `bare` when it watches nothing (every chunk is routed); else, when a
+        chunk's start character says whether a delimiter can start in it (one `start_char`, and patterns
+        that look back no further than one character), `plain` (route it), `lead` (route it up to a
+        trailing run of the one lead-run class, which is held) or, outside every region of a template
+        without an implicit field, `discard` (drop it); `general` otherwise (a pass per chunk)."""
+        if not self.watches:
+            return "bare"
+        if self.context is None or self.start_char is None or len(self.runs) > 1:
+            return "general"
+        if self.key is None and not self.explicit:
+            return "discard" if not self.runs else "general"
+        return "lead" if self.runs else "plain"
 
     @property
     def end_function(self) -> str:
@@ -262,10 +279,10 @@ class State:
         return tuple(sorted(found, key=lambda text: (-len(text), text)))
 
     @property
-    def partials(self) -> tuple[str, ...]:
+    def patterns(self) -> tuple[str, ...]:
         """The constants of the watched regex delimiters' whole patterns: held text that one of them still
         matches partially at its start, chunk added, is a hold there, so the chunk only grows the
-        buffer (the runtime's held-prefix path, for regex delimiters)."""
+        buffer (the runtime's mode held, for regex delimiters)."""
         return tuple(
             d.whole_const if d.method == "lead" else d.const
             for d in self.watches
@@ -544,11 +561,6 @@ class ParserPlan:
         return any(f.uses_args for f in self.fields)
 
     @property
-    def feed_variant(self) -> str | None:
-        """The `feed` the class declares instead of the default: none needs context without regexes."""
-        return "feed_without_context" if self.context == 0 else None
-
-    @property
     def imports(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
         """`from module import names` lines, sorted as ruff sorts them."""
         content = ("content_parser",) if any(f.uses_args for f in self.fields) else ()
@@ -772,6 +784,8 @@ def plan_parser(spec: Spec, source_name: str = "<template>") -> ParserPlan:
     outside = tuple(opens[name] for name in sorted(opens, key=_sort_key))
     if implicit is not None and implicit in closes:
         outside += (closes[implicit],)
+    patterns = [d.anchor.pattern for d in delimiters if d.anchor.literals is None]
+    context = None if any(_LOOKS_BACK.search(p) for p in patterns) else (1 if patterns else 0)
     states = [
         State(
             implicit,
@@ -781,6 +795,7 @@ def plan_parser(spec: Spec, source_name: str = "<template>") -> ParserPlan:
             _starts(outside),
             _runs(outside),
             dirty.get(implicit, False),
+            context=context,
         )
     ]
     for field, ident in zip(spec.fields, idents):
@@ -795,11 +810,10 @@ def plan_parser(spec: Spec, source_name: str = "<template>") -> ParserPlan:
                     _starts(watches),
                     _runs(watches),
                     dirty[field.name],
+                    context=context,
                 )
             )
     states = [_with_rare(state, delimiters) for state in states]
-    patterns = [d.anchor.pattern for d in delimiters if d.anchor.literals is None]
-    context = None if any(_LOOKS_BACK.search(p) for p in patterns) else (1 if patterns else 0)
     warnings = tuple(
         f"Field '{d.field}': {d.anchor.key} {d.text} may backtrack exponentially ({risk})"
         for d in delimiters

@@ -17,8 +17,8 @@ from respc._io import InputError, read_json, read_text, write_atomic
 from respc._literal import py_literal
 from respc.compiler import generate_source
 from respc.compiler.format import format_source
-from respc.compiler.spec import TemplateError
 from respc.runtime.targets import SUPPORTED_TARGETS
+from respc.spec import TemplateError
 
 __all__ = ["PACKAGE", "Drift", "expected_outputs", "preset_table", "regen", "update_readme"]
 
@@ -231,7 +231,7 @@ PRESET_TABLE_START, PRESET_TABLE_END = "<!-- preset-table:start -->", "<!-- pres
 
 
 def preset_table(package: Path = PACKAGE) -> str:
-    """The README's preset table, rendered from `presets/index.json`."""
+    """The preset table of docs/presets.md, rendered from `presets/index.json`."""
     index = _load_json(package / "presets" / "index.json")
     index.setdefault("_not_expressible", {})
     lines = [
@@ -276,7 +276,8 @@ def _cell(text: str) -> str:
 
 
 def update_readme(readme: Path, package: Path = PACKAGE, check: bool = False) -> bool:
-    """Replace the preset table between its markers in `readme` (atomically); returns whether it changed."""
+    """Replace the preset table between its markers in the Markdown file `readme` (docs/presets.md),
+    atomically; returns whether it changed."""
     text = read_text(readme)
     start, end = text.find(PRESET_TABLE_START), text.find(PRESET_TABLE_END)
     if start < 0 or end < start:

@@ -223,38 +223,38 @@ def _value_tool_calls(body: str, captures: dict) -> Any:
 class ResponseParser(CompiledParser):
     """Streaming parser: `feed()` model output, then `finalize()`; same events as transformers 5.24."""
 
-    CONTRACT = 2
+    CONTRACT = 3
     TARGET = TRANSFORMERS_TARGET
     TEMPLATE = TEMPLATE
     IMPLICIT = None
     STATES: ClassVar[dict] = {
         None: State(
+            mode="discard",
             scan=_scan_outside,
             end_scan=_end_outside,
             start_char="<",
             stems=("<|START_RESPONSE|>", "<|START_THINKING|>", "<|START_ACTION|>"),
-            starters=("<|START_RESPONSE|>", "<|START_THINKING|>", "<|START_ACTION|>"),
         ),
         "content": State(
+            mode="plain",
             scan=_scan_content,
             end_scan=_end_content,
             start_char="<",
             stems=("<|END_OF_TURN_TOKEN|>", "<|END_RESPONSE|>"),
-            starters=("<|END_OF_TURN_TOKEN|>", "<|END_RESPONSE|>"),
         ),
         "reasoning_content": State(
+            mode="plain",
             scan=_scan_reasoning_content,
             end_scan=_end_reasoning_content,
             start_char="<",
             stems=("<|END_THINKING|>",),
-            starters=("<|END_THINKING|>",),
         ),
         "tool_calls": State(
+            mode="plain",
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             start_char="<",
             stems=("<|END_ACTION|>",),
-            starters=("<|END_ACTION|>",),
             dirty=True,
         ),
     }
@@ -269,7 +269,6 @@ class ResponseParser(CompiledParser):
     START_ANCHOR_KIND = "start_anchor"
     CONTEXT = 0
     PATTERNS = ()
-    feed = CompiledParser.feed_without_context  # no regex delimiter looks back: no context to keep
 
     @staticmethod
     def defaults() -> dict:

@@ -224,28 +224,30 @@ def _value_content(body: str, captures: dict) -> Any:
 class ResponseParser(CompiledParser):
     """Streaming parser: `feed()` model output, then `finalize()`; same events as transformers 5.24."""
 
-    CONTRACT = 2
+    CONTRACT = 3
     TARGET = TRANSFORMERS_TARGET
     TEMPLATE = TEMPLATE
     IMPLICIT = "content"
     STATES: ClassVar[dict] = {
         "content": State(
+            mode="lead",
             scan=_scan_outside,
             end_scan=_end_outside,
             start_char="<",
             runs=(RUN_WHITESPACE,),
             stems=("<｜end▁of▁sentence｜>", "<｜tool▁calls▁end｜>"),
-            partials=(
+            starters=(),
+            patterns=(
                 TOOL_CALLS_OPEN_WHOLE,
                 CONTENT_CLOSE_WHOLE,
             ),
         ),
         "tool_calls": State(
+            mode="plain",
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             start_char="\n",
             stems=("\n```<｜tool▁call▁end｜>",),
-            starters=("\n```<｜tool▁call▁end｜>",),
             dirty=True,
         ),
     }

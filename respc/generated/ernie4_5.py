@@ -285,33 +285,38 @@ def _value_tool_calls(body: str, captures: dict) -> Any:
 class ResponseParser(CompiledParser):
     """Streaming parser: `feed()` model output, then `finalize()`; same events as transformers 5.24."""
 
-    CONTRACT = 2
+    CONTRACT = 3
     TARGET = TRANSFORMERS_TARGET
     TEMPLATE = TEMPLATE
     IMPLICIT = None
     STATES: ClassVar[dict] = {
         None: State(
+            mode="general",
             scan=_scan_outside,
             end_scan=_end_outside,
             stems=("<response>\n", "<tool_call>"),
-            partials=(REASONING_CONTENT_OPEN_RE,),
+            patterns=(REASONING_CONTENT_OPEN_RE,),
         ),
         "reasoning_content": State(
+            mode="plain",
             scan=_scan_reasoning_content,
             end_scan=_end_reasoning_content,
             start_char="<",
             stems=("</think>",),
-            starters=("</think>",),
         ),
         "content": State(
-            scan=_scan_content, end_scan=_end_content, starts=_CONTENT_STARTS, partials=(CONTENT_CLOSE_RE,)
+            mode="general",
+            scan=_scan_content,
+            end_scan=_end_content,
+            starts=_CONTENT_STARTS,
+            patterns=(CONTENT_CLOSE_RE,),
         ),
         "tool_calls": State(
+            mode="plain",
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             start_char="<",
             stems=("</tool_call>",),
-            starters=("</tool_call>",),
             dirty=True,
         ),
     }

@@ -178,23 +178,24 @@ def _value_content(body: str, captures: dict) -> Any:
 class ResponseParser(CompiledParser):
     """Streaming parser: `feed()` model output, then `finalize()`; same events as transformers 5.24."""
 
-    CONTRACT = 2
+    CONTRACT = 3
     TARGET = TRANSFORMERS_TARGET
     TEMPLATE = TEMPLATE
     IMPLICIT = "content"
     STATES: ClassVar[dict] = {
         "content": State(
+            mode="general",
             scan=_scan_outside,
             end_scan=_end_outside,
             stems=("<end_of_turn>", "<eos>"),
-            partials=(TOOL_CALLS_OPEN_RE,),
+            patterns=(TOOL_CALLS_OPEN_RE,),
         ),
         "tool_calls": State(
+            mode="plain",
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             start_char="<",
             stems=("<end_of_turn>", "<eos>"),
-            starters=("<end_of_turn>", "<eos>"),
             dirty=True,
         ),
     }

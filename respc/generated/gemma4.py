@@ -281,32 +281,32 @@ def _value_content(body: str, captures: dict) -> Any:
 class ResponseParser(CompiledParser):
     """Streaming parser: `feed()` model output, then `finalize()`; same events as transformers 5.24."""
 
-    CONTRACT = 2
+    CONTRACT = 3
     TARGET = TRANSFORMERS_TARGET
     TEMPLATE = TEMPLATE
     IMPLICIT = "content"
     STATES: ClassVar[dict] = {
         "content": State(
+            mode="plain",
             scan=_scan_outside,
             end_scan=_end_outside,
             start_char="<",
             stems=("<|channel>thought\n", "<|tool_call>call:", "<|tool_response>", "<turn|>", "<eos>"),
-            partials=(TOOL_CALLS_OPEN_RE,),
-            starters=("<|channel>thought\n", "<|tool_call>call:", "<|tool_response>", "<turn|>", "<eos>"),
+            patterns=(TOOL_CALLS_OPEN_RE,),
         ),
         "reasoning_content": State(
+            mode="plain",
             scan=_scan_reasoning_content,
             end_scan=_end_reasoning_content,
             start_char="<",
             stems=("<channel|>",),
-            starters=("<channel|>",),
         ),
         "tool_calls": State(
+            mode="plain",
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             start_char="<",
             stems=("<tool_call|>",),
-            starters=("<tool_call|>",),
             dirty=True,
         ),
     }

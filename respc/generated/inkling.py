@@ -245,40 +245,41 @@ def _value_tool_calls(body: str, captures: dict) -> Any:
 class ResponseParser(CompiledParser):
     """Streaming parser: `feed()` model output, then `finalize()`; same events as transformers 5.24."""
 
-    CONTRACT = 2
+    CONTRACT = 3
     TARGET = TRANSFORMERS_TARGET
     TEMPLATE = TEMPLATE
     IMPLICIT = None
     STATES: ClassVar[dict] = {
         None: State(
+            mode="general",
             scan=_scan_outside,
             end_scan=_end_outside,
-            partials=(
+            patterns=(
                 CONTENT_OPEN_RE,
                 REASONING_CONTENT_OPEN_RE,
                 TOOL_CALLS_OPEN_RE,
             ),
         ),
         "reasoning_content": State(
+            mode="plain",
             scan=_scan_reasoning_content,
             end_scan=_end_reasoning_content,
             start_char="<",
             stems=("<|end_message|>",),
-            starters=("<|end_message|>",),
         ),
         "content": State(
+            mode="plain",
             scan=_scan_content,
             end_scan=_end_content,
             start_char="<",
             stems=("<|end_message|>",),
-            starters=("<|end_message|>",),
         ),
         "tool_calls": State(
+            mode="plain",
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             start_char="<",
             stems=("<|end_message|>",),
-            starters=("<|end_message|>",),
             dirty=True,
         ),
     }

@@ -265,33 +265,36 @@ def _value_content(body: str, captures: dict) -> Any:
 class ResponseParser(CompiledParser):
     """Streaming parser: `feed()` model output, then `finalize()`; same events as transformers 5.24."""
 
-    CONTRACT = 2
+    CONTRACT = 3
     TARGET = TRANSFORMERS_TARGET
     TEMPLATE = TEMPLATE
     IMPLICIT = "content"
     STATES: ClassVar[dict] = {
         "content": State(
+            mode="lead",
             scan=_scan_outside,
             end_scan=_end_outside,
             start_char="<",
             runs=(RUN_WHITESPACE,),
             stems=("<|tool_calls_section_end|>", "<|im_end|>", "<think>"),
-            partials=(
+            starters=(),
+            patterns=(
                 TOOL_CALLS_OPEN_WHOLE,
                 CONTENT_CLOSE_WHOLE,
             ),
         ),
         "reasoning_content": State(
+            mode="general",
             scan=_scan_reasoning_content,
             end_scan=_end_reasoning_content,
-            partials=(REASONING_CONTENT_CLOSE_RE,),
+            patterns=(REASONING_CONTENT_CLOSE_RE,),
         ),
         "tool_calls": State(
+            mode="plain",
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             start_char="<",
             stems=("<|tool_call_end|>",),
-            starters=("<|tool_call_end|>",),
             dirty=True,
         ),
     }

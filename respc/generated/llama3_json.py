@@ -208,26 +208,28 @@ def _value_content(body: str, captures: dict) -> Any:
 class ResponseParser(CompiledParser):
     """Streaming parser: `feed()` model output, then `finalize()`; same events as transformers 5.24."""
 
-    CONTRACT = 2
+    CONTRACT = 3
     TARGET = TRANSFORMERS_TARGET
     TEMPLATE = TEMPLATE
     IMPLICIT = "content"
     STATES: ClassVar[dict] = {
         "content": State(
+            mode="general",
             scan=_scan_outside,
             end_scan=_end_outside,
             runs=(RUN_WHITESPACE,),
             stems=("<|eom_id|>", "<|eot_id|>"),
-            partials=(
+            patterns=(
                 TOOL_CALLS_OPEN_RE,
                 CONTENT_CLOSE_WHOLE,
             ),
         ),
         "tool_calls": State(
+            mode="general",
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             starts=_TOOL_CALLS_STARTS,
-            partials=(TOOL_CALLS_CLOSE_RE,),
+            patterns=(TOOL_CALLS_CLOSE_RE,),
             dirty=True,
         ),
     }

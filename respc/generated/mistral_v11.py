@@ -310,26 +310,32 @@ def _value_content(body: str, captures: dict) -> Any:
 class ResponseParser(CompiledParser):
     """Streaming parser: `feed()` model output, then `finalize()`; same events as transformers 5.24."""
 
-    CONTRACT = 2
+    CONTRACT = 3
     TARGET = TRANSFORMERS_TARGET
     TEMPLATE = TEMPLATE
     IMPLICIT = "content"
     STATES: ClassVar[dict] = {
         "content": State(
+            mode="general",
             scan=_scan_outside,
             end_scan=_end_outside,
             starts=_OUTSIDE_STARTS,
             stems=("[TOOL_CALLS]", "<think>", "[THINK]", "</s>"),
-            partials=(TOOL_CALLS_OPEN_RE,),
+            patterns=(TOOL_CALLS_OPEN_RE,),
         ),
         "reasoning_content": State(
+            mode="general",
             scan=_scan_reasoning_content,
             end_scan=_end_reasoning_content,
             starts=_REASONING_CONTENT_STARTS,
             stems=("</think>", "[/THINK]"),
         ),
         "tool_calls": State(
-            scan=_scan_tool_calls, end_scan=_end_tool_calls, partials=(TOOL_CALLS_CLOSE_RE,), dirty=True
+            mode="general",
+            scan=_scan_tool_calls,
+            end_scan=_end_tool_calls,
+            patterns=(TOOL_CALLS_CLOSE_RE,),
+            dirty=True,
         ),
     }
     FIELDS: ClassVar[dict] = {

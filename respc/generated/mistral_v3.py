@@ -173,20 +173,24 @@ def _value_content(body: str, captures: dict) -> Any:
 class ResponseParser(CompiledParser):
     """Streaming parser: `feed()` model output, then `finalize()`; same events as transformers 5.24."""
 
-    CONTRACT = 2
+    CONTRACT = 3
     TARGET = TRANSFORMERS_TARGET
     TEMPLATE = TEMPLATE
     IMPLICIT = "content"
     STATES: ClassVar[dict] = {
         "content": State(
-            scan=_scan_outside, end_scan=_end_outside, starts=_OUTSIDE_STARTS, stems=("[TOOL_CALLS]", "</s>")
+            mode="general",
+            scan=_scan_outside,
+            end_scan=_end_outside,
+            starts=_OUTSIDE_STARTS,
+            stems=("[TOOL_CALLS]", "</s>"),
         ),
         "tool_calls": State(
+            mode="plain",
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             start_char="<",
             stems=("</s>",),
-            starters=("</s>",),
             dirty=True,
         ),
     }
@@ -203,7 +207,6 @@ class ResponseParser(CompiledParser):
     FAR_SCANS: ClassVar[dict] = {  # end-of-stream scans for a long text
         _end_tool_calls: _far_tool_calls,
     }
-    feed = CompiledParser.feed_without_context  # no regex delimiter looks back: no context to keep
 
     @staticmethod
     def defaults() -> dict:

@@ -2,7 +2,7 @@
 model's tokenizer.
 
 The parser is the template's own compiled module when `tokenizer_config.json` has a `response_template`
-(compiled once, then loaded from an on-disk cache keyed by the template hash: `cache.py`), else the
+(compiled once, then loaded from an on-disk cache keyed by the template hash: `respc._compile`), else the
 shipped preset `respc.detect` finds from the chat template, `model_type` or repository id (`detect.py`).
 Loading a warm cache needs neither the compiler extra nor transformers nor torch.
 """
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from respc.model.cache import CACHE_ENV, cache_dir, cached_module, template_key
+from respc._compile import CACHE_ENV, cache_dir, compile_template
 from respc.model.detect import Detection, chat_templates, detect
 from respc.model.sources import (
     ResponseTemplateNotFound,
@@ -37,13 +37,11 @@ __all__ = [
     "ModelParser",
     "ResponseTemplateNotFound",
     "cache_dir",
-    "cached_module",
     "chat_templates",
     "detect",
     "for_model",
     "load_source",
     "model_template",
-    "template_key",
     "write_response_template",
 ]
 
@@ -114,7 +112,7 @@ def for_model(
     if module is not None:
         name = module.__name__.rpartition(".")[2]
         return ModelParser(path, load_preset(name, target), load_tokenizer(path), f"preset {name}")
-    module = cached_module(template, cache=cache, target=target)
+    module = compile_template(template, target=target, cache=cache_dir() if cache is None else cache)
     return ModelParser(path, module, load_tokenizer(path), "tokenizer_config.json")
 
 
@@ -132,7 +130,7 @@ def _inferred(path: Path, not_found: str, *, cache: Any, target: str | None) -> 
     if result.template is None:
         nearest = f" (nearest preset: {result.nearest})" if result.nearest else ""
         raise ResponseTemplateNotFound(f"{not_found}; and inference refused: {result.refused}{nearest}")
-    module = cached_module(result.template, cache=cache, target=target)
+    module = compile_template(result.template, target=target, cache=cache_dir() if cache is None else cache)
     where = Path(chat_template.where).name
     evidence = (*result.evidence, *(f"warning: {w}" for w in result.warnings))
     return ModelParser(path, module, load_tokenizer(path), f"inferred from {where} (respc infer)", evidence)

@@ -97,9 +97,9 @@ def write_response_template(path: str | os.PathLike, template: Any) -> Path:
     """Set `response_template` in a `tokenizer_config.json` (or a model directory's), atomically.
 
     Every other key keeps its value and position, and the file keeps its permissions. The template is
-    validated first (needs the compiler extra) so a model is never left with one that fails to load.
+    validated first so a model is never left with one that fails to load.
     """
-    from respc.compiler import load_template
+    from respc.spec import load_template
 
     load_template(template)
     path = Path(path)

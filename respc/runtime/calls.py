@@ -52,9 +52,16 @@ _NUMBER_TEXT = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
 _CONSTANT_TEXT = r"True|False|None|true|false|null"
 _KEY = f"\"({_DOUBLE[1:-1]})\"|'({_SINGLE[1:-1]})'"  # the same strings, their bodies captured
 _SCALAR = rf"(?:{_KEY}|({_NUMBER_TEXT})|({_CONSTANT_TEXT}))"
-_FAST_ARGUMENT = re.compile(rf"{_WS}({_NAME.pattern}){_WS}={_WS}(?:{_SCALAR}{_WS}([,)]))?")
-_FAST_ITEM = re.compile(rf"{_WS}{_SCALAR}{_WS}([,\]])")
-_FAST_PAIR = re.compile(rf"{_WS}(?:{_KEY}){_WS}:{_WS}(?:{_SCALAR}{_WS}([,}}]))?")
+_FAST_ARGUMENT = re.compile(rf"{_WS}(?P<name>{_NAME.pattern}){_WS}={_WS}(?:{_SCALAR}{_WS}(?P<end>[,)]))?")
+_FAST_ITEM = re.compile(rf"{_WS}{_SCALAR}{_WS}(?P<end>[,\]])")
+_FAST_PAIR = re.compile(rf"{_WS}(?:{_KEY}){_WS}:{_WS}(?:{_SCALAR}{_WS}(?P<end>[,}}]))?")
+# The group numbers the loops read (indexing a match by number costs less than by name): the separator
+# after the scalar, and where the scalar's four groups (_SCALAR: either string, number, constant) start,
+# after an argument's name or a pair's key (_KEY: the body of either string).
+_ARGUMENT_NAME, _ARGUMENT_END = _FAST_ARGUMENT.groupindex["name"], _FAST_ARGUMENT.groupindex["end"]
+_ARGUMENT_SCALAR = _ARGUMENT_NAME + 1
+_ITEM_SCALAR, _ITEM_END = 1, _FAST_ITEM.groupindex["end"]
+_PAIR_DOUBLE, _PAIR_SINGLE, _PAIR_SCALAR, _PAIR_END = 1, 2, 3, _FAST_PAIR.groupindex["end"]
 _FAST_CALL = re.compile(rf"{_WS}({_NAME.pattern}){_WS}\({_WS}")  # a call's name and "(": as in _FAST_ARGUMENT
 _NOT_FAST = object()
 
@@ -254,14 +261,18 @@ def _arguments(text: str, pos: int, name: str, pairs: list) -> tuple[dict, int]:
     """The keyword arguments of a call from `pos` (an argument's start) to its `)`, after `pairs`."""
     while True:
         fast = _FAST_ARGUMENT.match(text, pos)
-        if fast is not None and fast[6] is not None and (value := _scalar(fast, 2)) is not _NOT_FAST:
-            pairs.append((fast[1], value))
+        if (
+            fast is not None
+            and fast[_ARGUMENT_END] is not None
+            and (value := _scalar(fast, _ARGUMENT_SCALAR)) is not _NOT_FAST
+        ):
+            pairs.append((fast[_ARGUMENT_NAME], value))
             pos = fast.end()
-            if fast[6] == ")":
+            if fast[_ARGUMENT_END] == ")":
                 break
             continue
-        if fast is not None and fast[6] is None:
-            key = fast[1]  # `name =` read: a value that is not a scalar follows
+        if fast is not None and fast[_ARGUMENT_END] is None:
+            key = fast[_ARGUMENT_NAME]  # `name =` read: a value that is not a scalar follows
             value, pos = _value(text, fast.end(), 0)
         else:
             pos = _skip(text, pos)
@@ -337,9 +348,9 @@ def _list(text: str, pos: int, depth: int) -> tuple[list, int]:
         return out, pos + 1
     while True:
         fast = _FAST_ITEM.match(text, pos)
-        if fast is not None and (value := _scalar(fast, 1)) is not _NOT_FAST:
+        if fast is not None and (value := _scalar(fast, _ITEM_SCALAR)) is not _NOT_FAST:
             out.append(value)
-            if fast[5] == "]":
+            if fast[_ITEM_END] == "]":
                 return out, fast.end()
             pos = fast.end()
             continue
@@ -361,14 +372,20 @@ def _dict(text: str, pos: int, depth: int) -> tuple[dict, int]:
     else:
         while True:
             fast = _FAST_PAIR.match(text, pos)
-            if fast is not None and fast[7] is not None and (value := _scalar(fast, 3)) is not _NOT_FAST:
-                pairs.append((fast[1] if fast[1] is not None else fast[2], value))
+            if (
+                fast is not None
+                and fast[_PAIR_END] is not None
+                and (value := _scalar(fast, _PAIR_SCALAR)) is not _NOT_FAST
+            ):
+                double = fast[_PAIR_DOUBLE]
+                pairs.append((double if double is not None else fast[_PAIR_SINGLE], value))
                 pos = fast.end()
-                if fast[7] == "}":
+                if fast[_PAIR_END] == "}":
                     break
                 continue
-            if fast is not None and fast[7] is None:
-                key = fast[1] if fast[1] is not None else fast[2]  # `'key' :` read: not a scalar follows
+            if fast is not None and fast[_PAIR_END] is None:
+                double = fast[_PAIR_DOUBLE]  # `'key' :` read: not a scalar follows
+                key = double if double is not None else fast[_PAIR_SINGLE]
                 value, pos = _value(text, fast.end(), depth)
             else:
                 pos = _skip(text, pos)

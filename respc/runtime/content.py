@@ -109,7 +109,8 @@ def _unquoted_key_outside_strings_ascii() -> Any:
     """`re`'s twin of the pattern above for ASCII text, about twice as fast: with the ASCII flag `\\s` and
     `\\w` mean on ASCII text what they mean to `regex`, and without DOTALL, as upstream compiles it. The
     string's two alternatives start with different characters (a backslash, anything else) and the key's
-    runs are of disjoint classes, so `re` never backtracks far; tests/test_runtime.py compares the two."""
+    runs are of disjoint classes, so `re` never backtracks far; tests/runtime/test_runtime.py compares the two.
+    """
     import re
 
     return re.compile(_KEY_OUTSIDE_STRINGS, re.ASCII)
@@ -126,11 +127,6 @@ def _quote_key(match: Any) -> str:
 # instead of raising and catching a JSONDecodeError (which costs more than the rest of a small value).
 _JSON_STARTS = frozenset('{["-0123456789tfnNI')
 _JSON_SPACE = " \t\n\r"
-
-
-def _cannot_be_json(text: str) -> bool:
-    head = text.lstrip(_JSON_SPACE)
-    return not head or head[0] not in _JSON_STARTS
 
 
 # Whole texts whose `json.loads` value is known without the call (a tool argument's value is often one
@@ -156,32 +152,71 @@ def _loads(text: str) -> Any:
 
 def parse_json(text: str, args: dict, target: Target) -> Any:
     """`json.loads` after the optional dialect rewrites (`string_delims`, then `unquoted_keys`)."""
-    string_delims = args.get("string_delims", [])
-    unquoted_keys = args.get("unquoted_keys", False)
-    if not unquoted_keys and type(string_delims) is list and not string_delims:
-        if type(text) is str:
-            if text in _JSON_WORDS:
-                return _JSON_WORDS[text]
-            if text.isdigit() and text.isascii() and len(text) < 16 and (text[0] != "0" or len(text) == 1):
-                return int(text)
-            if args.get("allow_non_json") and _cannot_be_json(text):
-                return _strip(text, args)
-        working = text
-    else:
+    return _json_parser(
+        args.get("string_delims", []),
+        args.get("unquoted_keys", False),
+        args.get("allow_non_json"),
+        args.get("strip", True),
+        target,
+    )(text)
+
+
+def _json_parser(
+    string_delims: Any, unquoted_keys: Any, lenient: Any, strip: Any, target: Target
+) -> Callable[[Any], Any]:
+    """The json parser with its arguments read: `plain` for bodies read as they are, `dialect` for the
+    rewrites, chosen now when the arguments are of the types JSON gives them, else at each call (as
+    upstream takes each flag's truth, and fails, there)."""
+
+    def plain(text: Any) -> Any:
+        if type(text) is not str:
+            try:
+                return json.loads(text)
+            except json.JSONDecodeError as error:
+                failure = error
+            return _json_failure(text, text, failure, lenient, strip)
+        if text in _JSON_WORDS:
+            return _JSON_WORDS[text]
+        if text.isdigit() and text.isascii() and len(text) < 16 and (text[0] != "0" or len(text) == 1):
+            return int(text)
+        if lenient is not None and lenient is not False:
+            # No JSON value starts so: json.loads would fail, and upstream then asks `lenient`.
+            head = text.lstrip(_JSON_SPACE)
+            if (not head or head[0] not in _JSON_STARTS) and lenient:
+                return text.strip() if strip else text
+        try:
+            return _loads(text)
+        except json.JSONDecodeError as error:
+            failure = error
+        return _json_failure(text, text, failure, lenient, strip)
+
+    def dialect(text: Any) -> Any:
         working = _dialect(text, string_delims, unquoted_keys, target)
-    try:
-        return _loads(working) if type(working) is str else json.loads(working)
-    except json.JSONDecodeError as error:
-        if args.get("allow_non_json"):
-            return _strip(text, args)
-        if working == text:
-            raise ValueError(
-                f"json parser could not parse region as JSON.\nContent: {text!r}\nError: {error}"
-            ) from error
+        try:
+            return _loads(working) if type(working) is str else json.loads(working)
+        except json.JSONDecodeError as error:
+            failure = error
+        return _json_failure(text, working, failure, lenient, strip)
+
+    if type(unquoted_keys) is bool and type(string_delims) is list:
+        return plain if not unquoted_keys and not string_delims else dialect
+    return lambda text: (
+        plain if not unquoted_keys and type(string_delims) is list and not string_delims else dialect
+    )(text)
+
+
+def _json_failure(text: Any, working: Any, error: json.JSONDecodeError, lenient: Any, strip: Any) -> Any:
+    """A body json.loads refused: the body itself when `lenient`, else upstream's error."""
+    if lenient:
+        return text.strip() if strip else text
+    if working == text:
         raise ValueError(
-            "json: could not parse after dialect transforms.\n"
-            f"Original: {text!r}\nTransformed: {working!r}\nError: {error}"
+            f"json parser could not parse region as JSON.\nContent: {text!r}\nError: {error}"
         ) from error
+    raise ValueError(
+        "json: could not parse after dialect transforms.\n"
+        f"Original: {text!r}\nTransformed: {working!r}\nError: {error}"
+    ) from error
 
 
 def _dialect(text: str, string_delims: list, unquoted_keys: bool, target: Target) -> str:
@@ -318,13 +353,18 @@ def _placeholder() -> Any:
     return re.compile("\x01([0-9]+)\x02")
 
 
-def _parse_value(raw: Any, value_parser: dict | None, target: Target) -> Any:
+def _value_of(value_parser: Any, target: Target) -> Callable[[Any], Any] | None:
+    """The parser of a `value_parser` argument (None for none): built once when it is a dict naming a
+    parser the target knows, else one that reads it for each value, as upstream does (and fails there)."""
     if value_parser is None:
-        return raw
-    name = value_parser.get("name", "text")
-    if name == "json":  # the common value parser, known to every release: no lookup
-        return parse_json(raw, value_parser.get("args", {}), target)
-    return parse_content(raw, name, value_parser.get("args", {}), target)
+        return None
+    if type(value_parser) is dict:
+        name, args = value_parser.get("name", "text"), value_parser.get("args", {})
+        if type(name) is str and name in target.parser_names:
+            return content_parser(name, args, target)
+    return lambda raw: parse_content(
+        raw, value_parser.get("name", "text"), value_parser.get("args", {}), target
+    )
 
 
 def parse_xml_inline(text: str, args: dict, target: Target) -> dict:
@@ -332,32 +372,45 @@ def parse_xml_inline(text: str, args: dict, target: Target) -> dict:
     tag_pattern = args.get("tag_pattern")
     if tag_pattern is None:
         raise ValueError("xml-inline: 'tag_pattern' content_arg is required")
-    value_parser = args.get("value_parser")
-    merge = args.get("merge_duplicates", False)
-    shape = _tag_shape(tag_pattern) if type(tag_pattern) is str and type(text) is str else None
-    if shape is not None:
-        value = None if value_parser is None else lambda raw: _parse_value(raw, value_parser, target)
-        return _tag_dict(tag_rows(text, shape), value, merge, target)
-    pattern = _tag_pattern(tag_pattern)
-    groups = pattern.groupindex
-    if "key" not in groups:
-        if pattern.search(text) is not None:
-            raise ValueError(f"xml-inline: tag_pattern must have a named group 'key'. Pattern: {tag_pattern}")
-        return {}
-    has_value = "value" in groups
-    out: dict[str, Any] = {}
-    if not merge and has_value:
-        # `findall` builds no match objects (a third of the time), but gives "" for a group that did not
-        # take part where a match object gives None: only an answer without "" can be trusted.
-        key_at, value_at = groups["key"] - 1, groups["value"] - 1
-        found = pattern.findall(text)
-        if found and len(groups) > 1 and pattern.groups == len(groups):
-            if all(row[key_at] and row[value_at] for row in found):
-                for row in found:
-                    out[row[key_at]] = _parse_value(row[value_at], value_parser, target)
-                return out
-    value = lambda raw: _parse_value(raw, value_parser, target)  # noqa: E731
-    return _tag_dict(_match_rows(pattern, text, tag_pattern, has_value), value, merge, target)
+    shape = _tag_shape(tag_pattern) if type(tag_pattern) is str else None
+    value = _value_of(args.get("value_parser"), target)
+    return _xml_inline_parser(tag_pattern, shape, value, args.get("merge_duplicates", False), target)(text)
+
+
+def _xml_inline_parser(
+    tag_pattern: Any, shape: Any, value: Any, merge: Any, target: Target
+) -> Callable[[Any], dict]:
+    """The xml-inline parser with its arguments read: `shape` is the tag pattern's (`tag_shape`) when
+    `str.find` can read its matches; `value` parses each value (None: kept as it is)."""
+
+    def parse(text: Any) -> dict:
+        if shape is not None and type(text) is str:
+            if merge:
+                return _tag_dict(tag_rows(text, shape), value, merge, target)
+            # `_tag_dict` without merging, written out: a repeated key keeps its first place and last value.
+            rows = tag_rows(text, shape)
+            return dict(rows) if value is None else {key: value(raw) for key, raw in rows}
+        pattern = _tag_pattern(tag_pattern)
+        groups = pattern.groupindex
+        if "key" not in groups:
+            if pattern.search(text) is not None:
+                raise ValueError(
+                    f"xml-inline: tag_pattern must have a named group 'key'. Pattern: {tag_pattern}"
+                )
+            return {}
+        has_value = "value" in groups
+        if not merge and has_value:
+            # `findall` builds no match objects (a third of the time), but gives "" for a group that did
+            # not take part where a match object gives None: only an answer without "" can be trusted.
+            key_at, value_at = groups["key"] - 1, groups["value"] - 1
+            found = pattern.findall(text)
+            if found and len(groups) > 1 and pattern.groups == len(groups):
+                if all(row[key_at] and row[value_at] for row in found):
+                    rows = [(row[key_at], row[value_at]) for row in found]
+                    return dict(rows) if value is None else {key: value(raw) for key, raw in rows}
+        return _tag_dict(_match_rows(pattern, text, tag_pattern, has_value), value, merge, target)
+
+    return parse
 
 
 def _match_rows(pattern: Any, text: str, tag_pattern: str, has_value: bool) -> Iterator[tuple[str, Any]]:
@@ -395,17 +448,31 @@ def _tag_dict(rows: Iterable, value: Callable[[Any], Any] | None, merge: Any, ta
 
 def parse_kv_lines(text: str, args: dict, target: Target) -> dict:
     """`key<kv_sep>value` lines (split on `line_sep`) into a dict; lines without the separator are skipped."""
-    line_sep = args.get("line_sep", "\n")
-    kv_sep = args.get("kv_sep", ":")
-    value_parser = args.get("value_parser")
-    out: dict[str, Any] = {}
-    for line in text.split(line_sep):
-        line = _strip(line, args)
-        if not line or kv_sep not in line:
-            continue
-        key, value = line.split(kv_sep, 1)
-        out[_strip(key, args)] = _parse_value(_strip(value, args), value_parser, target)
-    return out
+    return _kv_lines_parser(
+        args.get("line_sep", "\n"),
+        args.get("kv_sep", ":"),
+        args.get("strip", True),
+        _value_of(args.get("value_parser"), target),
+    )(text)
+
+
+def _kv_lines_parser(line_sep: Any, kv_sep: Any, strip: Any, value: Any) -> Callable[[Any], dict]:
+    """The kv-lines parser with its arguments read (`value` parses each value; None keeps it)."""
+
+    def parse(text: Any) -> dict:
+        out: dict[str, Any] = {}
+        for line in text.split(line_sep):
+            if strip:
+                line = line.strip()
+            if not line or kv_sep not in line:
+                continue
+            key, raw = line.split(kv_sep, 1)
+            if strip:
+                key, raw = key.strip(), raw.strip()
+            out[key] = raw if value is None else value(raw)
+        return out
+
+    return parse
 
 
 CONTENT_PARSERS: dict[str, Callable[[str, dict, Target], Any]] = {
@@ -439,113 +506,30 @@ def parse_content(text: str, name: str, args: dict, target: Target) -> Any:
 
 
 def content_parser(name: str, args: Any, target: Target) -> Callable[[str], Any]:
-    """`lambda text: parse_content(text, name, args, target)` for a region's text (a `str`), specialised
-    to `args`: the same values and exceptions."""
+    """`lambda text: parse_content(text, name, args, target)`, with the arguments read once: the same
+    values and exceptions (arguments that are not a dict are read at each call, where upstream fails)."""
     if type(name) is not str or name not in target.parser_names:
         return lambda text: parse_content(text, name, args, target)  # raises as upstream's lookup does
-    special = _SPECIALISED.get(name)
-    if special is not None and type(args) is dict:
-        parser = special(args, target)
-        if parser is not None:
-            return parser
+    if type(args) is dict:
+        if name == "json":
+            return _json_parser(
+                args.get("string_delims", []),
+                args.get("unquoted_keys", False),
+                args.get("allow_non_json"),
+                args.get("strip", True),
+                target,
+            )
+        if name == "xml-inline" and args.get("tag_pattern") is not None:
+            tag_pattern = args["tag_pattern"]
+            shape = tag_shape(tag_pattern) if type(tag_pattern) is str else None
+            value = _value_of(args.get("value_parser"), target)
+            return _xml_inline_parser(tag_pattern, shape, value, args.get("merge_duplicates", False), target)
+        if name == "kv-lines":
+            return _kv_lines_parser(
+                args.get("line_sep", "\n"),
+                args.get("kv_sep", ":"),
+                args.get("strip", True),
+                _value_of(args.get("value_parser"), target),
+            )
     general = CONTENT_PARSERS[name]
     return lambda text: general(text, args, target)
-
-
-def _flag(args: dict, key: str, default: bool) -> bool | None:
-    """`args[key]` when it is a bool (or absent: `default`), else None."""
-    value = args.get(key, default)
-    return value if type(value) is bool else None
-
-
-def _json_parser(args: dict, target: Target) -> Callable[[str], Any] | None:
-    string_delims = args.get("string_delims", [])
-    unquoted_keys = _flag(args, "unquoted_keys", False)
-    lenient = _flag(args, "allow_non_json", False)
-    strip = _flag(args, "strip", True)
-    if type(string_delims) is not list or None in (unquoted_keys, lenient, strip):
-        return None
-    if string_delims or unquoted_keys:
-        return lambda text: parse_json(text, args, target)  # the dialect passes dominate its time
-
-    def parse(text: str) -> Any:
-        if type(text) is not str:
-            return parse_json(text, args, target)
-        if text in _JSON_WORDS:
-            return _JSON_WORDS[text]
-        if text.isdigit() and text.isascii() and len(text) < 16 and (text[0] != "0" or len(text) == 1):
-            return int(text)
-        if lenient:  # `_cannot_be_json`, inlined: most values of a lenient field are plain words
-            head = text.lstrip(_JSON_SPACE)
-            if not head or head[0] not in _JSON_STARTS:
-                return text.strip() if strip else text
-        try:
-            return _loads(text)
-        except json.JSONDecodeError:
-            pass  # outside the handler, so that nothing chains to this error
-        return parse_json(text, args, target)  # no JSON: upstream's answer (the text, or its error)
-
-    return parse
-
-
-def _value_parser(value_parser: Any, target: Target) -> Callable[[Any], Any] | bool | None:
-    """The parser of a value_parser argument: None for none, False where it is of an unusual shape."""
-    if value_parser is None:
-        return None
-    if type(value_parser) is not dict:
-        return False
-    name, args = value_parser.get("name", "text"), value_parser.get("args", {})
-    if type(name) is not str or type(args) is not dict or name not in target.parser_names:
-        return False
-    return content_parser(name, args, target)
-
-
-def _xml_inline_parser(args: dict, target: Target) -> Callable[[str], Any] | None:
-    shape = tag_shape(args.get("tag_pattern"))
-    value = _value_parser(args.get("value_parser"), target)
-    merge = _flag(args, "merge_duplicates", False)
-    if shape is None or value is False or merge is None:
-        return None
-
-    def parse(text: str) -> dict:
-        if type(text) is not str:
-            return parse_xml_inline(text, args, target)
-        if merge:
-            return _tag_dict(tag_rows(text, shape), value, merge, target)
-        # `_tag_dict` without merging, inlined: a repeated key keeps its first place and its last value.
-        rows = tag_rows(text, shape)
-        return dict(rows) if value is None else {key: value(raw) for key, raw in rows}
-
-    return parse
-
-
-def _kv_lines_parser(args: dict, target: Target) -> Callable[[str], Any] | None:
-    line_sep, kv_sep = args.get("line_sep", "\n"), args.get("kv_sep", ":")
-    value = _value_parser(args.get("value_parser"), target)
-    strip = _flag(args, "strip", True)
-    if type(line_sep) is not str or type(kv_sep) is not str or not line_sep or not kv_sep:
-        return None
-    if value is False or strip is None:
-        return None
-
-    def parse(text: str) -> dict:
-        out: dict[str, Any] = {}
-        for line in text.split(line_sep):
-            if strip:
-                line = line.strip()
-            if not line or kv_sep not in line:
-                continue
-            key, raw = line.split(kv_sep, 1)
-            if strip:
-                key, raw = key.strip(), raw.strip()
-            out[key] = raw if value is None else value(raw)
-        return out
-
-    return parse
-
-
-_SPECIALISED: dict[str, Callable[[dict, Target], Callable[[str], Any] | None]] = {
-    "json": _json_parser,
-    "xml-inline": _xml_inline_parser,
-    "kv-lines": _kv_lines_parser,
-}

@@ -15,7 +15,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-__all__ = ["ContractError", "Field", "State", "check_contract"]
+__all__ = ["STEM_LIMIT", "ContractError", "Field", "State", "check_contract"]
+
+STEM_LIMIT = 128  # the longest stem whose proper prefixes a state keeps as a set
 
 
 class ContractError(ImportError):
@@ -23,31 +25,39 @@ class ContractError(ImportError):
 
 
 class State:
-    """How the parser scans in one state.
+    r"""How the parser scans in one state, and how it feeds between passes.
 
     `scan(buf, pos)` is the streaming scan, returning `(commit, hold)`; `end_scan(buf, pos, memo)` the
     end-of-stream scan, returning the commit or None (a commit is `(start, end, is_open, field, match)`);
-    `memo` is a dict the scans of one pass share (a class declaring `END_MEMO = False`, as modules
-    generated before it did, gets `end_scan(buf, pos)`). A class may map end scans to twins for long
-    texts in `FAR_SCANS` (same arguments and answers; used while more than 1,024 characters remain).
-    `start_char` is the one character every watched delimiter starts with, when there is one; else
-    `starts` is a pattern matching each character a watched delimiter can start with, when that is known.
-    A chunk holding none of them cannot complete a delimiter, so it is routed without scanning. `runs`
-    are the characters of the trailing runs that `\\s*<x>`-style delimiters hold back; `dirty` is the
-    flag of the chunks routed in this state. `stems` are texts a watched delimiter's match can start
-    with anywhere (its literals, a regex's literal prefix): held text that stays a proper prefix of one
-    is a partial match, so the chunk that extends it is only added to the buffer; `partials` are the
-    watched regex delimiters' whole patterns, for which the same holds while one still matches the held
-    text partially at its start. `starters` (with a `start_char`, which each of them starts with) are
-    texts that every match of every watched delimiter starts with (after its lead run): a chunk in
-    which none occurs and no suffix is a proper prefix of one, nothing held, is routed without a scan.
+    `memo` is a dict the scans of one pass share (a class declaring `END_MEMO = False` gets
+    `end_scan(buf, pos)`). A class may map end scans to twins for long texts in `FAR_SCANS` (same
+    arguments and answers; used while more than 1,024 characters remain).
+
+    `mode` is how a feed is handled while the state's region is open and nothing is held: "plain",
+    "lead", "discard", "bare" or "general" (`respc.runtime.parser` says what each does; the plan decides,
+    from the facts below). The facts:
+
+    - `start_char`: the one character every watched delimiter's match starts with (after its lead run),
+      when there is one; else `starts`, a pattern matching each character one can start with, if known.
+      A chunk holding none of them cannot start a delimiter.
+    - `runs`: the classes of the runs lead-run delimiters (`\s*<x>`) start with; a trailing run of the
+      text is held back.
+    - `stems`: texts a watched delimiter's match can start with anywhere, none found inside another: held
+      text that stays a proper prefix of one is a partial match (mode held).
+    - `starters`: texts every match of every watched delimiter starts with, after its lead run (the same
+      as `stems` unless given; () when unknown): a chunk in which none occurs and no suffix is a proper
+      prefix of one starts nothing.
+    - `patterns`: the watched regex delimiters' whole patterns: held text that one still matches partially
+      at its start is a hold too.
+    - `dirty`: the flag of the chunks routed in this state.
     """
 
     __slots__ = (
         "dirty",
         "end_scan",
         "entered",
-        "partials",
+        "mode",
+        "patterns",
         "runs",
         "scan",
         "start_char",
@@ -59,28 +69,40 @@ class State:
     def __init__(
         self,
         *,
+        mode: str = "general",
         scan: Callable,
         end_scan: Callable,
         start_char: str | None = None,
         starts: Any = None,
         runs: tuple[frozenset[str], ...] = (),
-        dirty: bool = False,
         stems: tuple[str, ...] = (),
-        partials: tuple[Any, ...] = (),
-        starters: tuple[str, ...] = (),
+        starters: tuple[str, ...] | None = None,
+        patterns: tuple[Any, ...] = (),
+        dirty: bool = False,
+        **retired: Any,
     ) -> None:
+        # `retired`: a row written for an older contract (its keys, such as `partials`) is accepted here so
+        # that the class's contract check, which runs once the class body is done, says what to do.
+        self.mode = mode
         self.scan = scan
         self.end_scan = end_scan
         self.start_char = start_char
         self.starts = starts
         self.runs = runs
-        self.dirty = dirty
         self.stems = stems
-        self.partials = partials
-        self.starters = starters
-        # What entering the state sets, in the order `CompiledParser._reset` and `_open` unpack it: one unpack
-        # instead of eight attribute reads, since a whole-message parse changes state at every delimiter.
-        self.entered = (scan, end_scan, start_char, starts, runs, dirty, stems, partials)
+        self.starters = stems if starters is None else starters
+        self.patterns = patterns
+        self.dirty = dirty
+        # What entering the state sets, in the order `CompiledParser._reset` and `_open` unpack it: one
+        # unpack instead of eight attribute reads, since a whole-message parse changes state at every
+        # delimiter. With it, the one run class of mode lead and the proper prefixes of the stems, as a
+        # set (of stems up to STEM_LIMIT characters: the set grows as the square of a stem's length, and
+        # held text that only a longer stem explains goes the general way, which is exact anyway).
+        run = runs[0] if len(runs) == 1 else None
+        prefixes = frozenset(
+            stem[:k] for stem in stems if len(stem) <= STEM_LIMIT for k in range(1, len(stem))
+        )
+        self.entered = (scan, end_scan, start_char, run, dirty, stems, prefixes, patterns)
 
 
 class Field:

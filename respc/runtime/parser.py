@@ -1,39 +1,40 @@
 """The processing pass that every generated parser runs, written once.
 
 A generated module subclasses `CompiledParser` and declares two tables (`STATES`: how each parser state
-scans; `FIELDS`: what closing each field's region does, see `respc.runtime.contract`); this class holds
-the mechanism of transformers' `ResponseParser._process` (commit the best delimiter, route text, open
-and close regions, hold back possible delimiters), so event lists match the oracle's exactly. Unlike the
-oracle it keeps only the unconsumed text (plus the context the patterns can look back at) and region
-bodies as lists of parts, so every feed costs O(chunk + held text).
+scans and feeds; `FIELDS`: what closing each field's region does, see `respc.runtime.contract`); this
+class holds the mechanism of transformers' `ResponseParser._process` (commit the best delimiter, route
+text, open and close regions, hold back possible delimiters), so event lists match the oracle's exactly.
+Unlike the oracle it keeps only the unconsumed text (plus the context the patterns can look back at) and
+region bodies as lists of parts, so every feed costs O(chunk + held text).
 
-`feed` tries these paths in order; each gives the events the oracle's full pass would:
+A feed is handled by the parser's current mode. The general mode is the class's `feed`; after each of
+its passes `_settle` installs the next feed's mode on the instance (`self.feed`), so dispatch costs no
+extra call. Each fast mode answers the chunks it can without a pass, exactly as the pass would, and
+hands every other chunk to the general mode:
 
-| path | applies when | does |
+| mode | installed when | a chunk it takes |
 |---|---|---|
-| plain chunk | a region is open, nothing is held, the state watches no lead runs, and the chunk (a `str`, not a subclass) holds no character a watched delimiter starts with | routes the chunk as one event |
-| lead run | the state watches `\\s*<x>`-style delimiters of one run class, and neither the chunk nor the held text holds a start character | routes up to the chunk's trailing run and holds the run (a chunk that is all run is set aside, not copied) |
-| held prefix | the held text, chunk added, is still a proper prefix of a stem (or a partial match of the regex holding it) | grows the buffer |
-| fresh hold (`_hold_stem`) | nothing is held and the chunk ends with a proper prefix of a stem, after text with no start character | routes that text (plain or discard states) and holds the rest |
-| skip scan (`_feed_slow`) | no start character in the chunk (nor, when lead runs are watched, in the held text) | routes without scanning, holding trailing runs |
-| full pass (`_process`) | otherwise | the oracle's pass: scan, commit, route, hold |
+| plain | the state's mode (a region, one start character, no lead runs); the region is open, nothing held | holds no start character, or starts nothing: routed as one event |
+| lead | the state's mode (as plain, with delimiters that start with a run of one class, `\\s*<x>`); the region is open; nothing held but a run | starts nothing: routed up to its trailing run, which is held (a chunk that is all run is set aside, not copied) |
+| discard | the state's mode (outside every region of a template without implicit field); nothing held | holds no start character: dropped |
+| bare | the state's mode (the region watches no delimiter); the region is open | any text: routed |
+| held | the held text is a proper prefix of a stem, or a partial match of a known regex delimiter | keeps it one: the buffer grows |
+| general | otherwise (after construction, an error, `finalize`) | every chunk: a chunk that ends in a stem's proper prefix after text with no start character is held without a scan (`_hold_stem`); a chunk in which nothing can start is routed without a scan (`_skips_scan`); any other takes the oracle's pass (`_process`) |
 
-`_plain` and `_lead_run` say whether the first two apply; `_feed_slow` sets them when a feed ends at
-rest (`_lead_run` only when no partial match is held). Within the full pass, the state entered after a
-commit is not scanned when what is left starts nothing (`_rest_hold`). A template without regex
-delimiters keeps no context (`CONTEXT` 0) and declares `feed = CompiledParser.feed_without_context`,
-whose plain-chunk path does not even keep the chunk.
+Within a pass, the state entered after a commit is not scanned when what is left starts nothing
+(`_rest_hold`). A mode never changes what is routed, held or committed; `feed_mode` names the current one
+(the tests record the modes streams take).
 
 Routed text reaches a region's body through `_route` (append, coalesce long bodies, emit the chunk). The
-three fast paths above inline its append, where a method call costs 8-10% of a chunk's time, and the
-commit loop appends the last part of a region that closes at once, which needs no coalescing.
+fast modes inline its append, where a method call costs 8-10% of a chunk's time, and the pass appends
+the last part of a region that closes at once, which needs no coalescing.
 """
 
 from __future__ import annotations
 
 from types import MappingProxyType
 
-from respc.runtime.contract import check_contract
+from respc.runtime.contract import STEM_LIMIT, check_contract
 from respc.runtime.scan import LazyRegex, held_pattern, lead_holds, partial_at, run_start
 from respc.runtime.tools import coerce_tool_calls, tool_params
 
@@ -58,6 +59,15 @@ _COALESCE = 512  # parts of a region (or pieces of a held run) joined into one b
 _FAR_TEXT = 1024  # characters from which an end-of-stream pass takes the class's FAR_SCANS
 _REST = 256  # the longest text left after a commit that `_rest_hold` looks at
 _SIZED = (list, dict, str)  # values the oracle drops from the message when empty (None always)
+_MODES = {  # the feed methods installed on an instance, by the mode they implement (`feed_mode`)
+    "feed": "general",
+    "_feed_plain": "plain",
+    "_feed_plain_literal": "plain",
+    "_feed_lead": "lead",
+    "_feed_discard": "discard",
+    "_feed_bare": "bare",
+    "_feed_held": "held",
+}
 
 
 class CompiledParser:
@@ -86,6 +96,7 @@ class CompiledParser:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        check_contract(cls)
         states = cls.__dict__.get("STATES")
         if states:
             # The proper prefixes of regex delimiters' stems that are no literal's: held text that is one
@@ -93,13 +104,14 @@ class CompiledParser:
             # search settles (`_stem_pattern`); a set lookup spares that search for the others, which a
             # full pass settles anyway.
             regex = {
-                stem for state in states.values() for p in state.partials for stem in getattr(p, "stems", ())
+                stem for state in states.values() for p in state.patterns for stem in getattr(p, "stems", ())
             }
             literal = {stem for state in states.values() for stem in state.stems} - regex
-            cls._REGEX_STEM_PREFIXES = frozenset(stem[:k] for stem in regex for k in range(1, len(stem))) - {
-                stem[:k] for stem in literal for k in range(1, len(stem))
-            }
-        check_contract(cls)
+            # (Stems up to STEM_LIMIT characters, as `State` keeps them: `_stem_pattern` decides, this
+            # set only spares it the texts it would refuse.)
+            cls._REGEX_STEM_PREFIXES = frozenset(
+                stem[:k] for stem in regex if len(stem) <= STEM_LIMIT for k in range(1, len(stem))
+            ) - {stem[:k] for stem in literal if len(stem) <= STEM_LIMIT for k in range(1, len(stem))}
 
     @classmethod
     def warm_up(cls) -> None:
@@ -130,8 +142,9 @@ class CompiledParser:
 
     def _start(self, remainder: str, tools: dict[str, dict], keep_errors: bool) -> None:
         """The state right after construction: `remainder` is the prefix past its last start anchor."""
-        # 29 attributes in all: CPython shares one key table among instances of up to 30 attributes, and
-        # a 30th made creating a parser and reading its attributes slower (a whole-message parse +15%).
+        # 27 attributes here, and `feed` once a fast mode is installed: CPython shares one key table among
+        # instances of up to 30 attributes, and a 30th made creating a parser and reading its attributes
+        # slower (a whole-message parse +15%).
         self._remainder = remainder  # what `restart` replays (not the whole prompt)
         self._tools = tools
         # errors="keep": a region that fails to parse is reported here instead of raising (not upstream).
@@ -140,13 +153,10 @@ class CompiledParser:
         self._pos = 0
         self._output: dict[str, Any] = self.defaults()
         self._finalized = False
-        self._plain = False  # the plain-chunk path applies (set by the full pass)
-        self._lead_run: frozenset[str] | None = None  # likewise the lead-run path, with its run characters
-        self._run_pieces: list[str] = []  # the lead-run path's newest pieces of a held run, not yet in _buf
+        self._run_pieces: list[str] = []  # mode lead's newest pieces of a held run, not yet in _buf
         self._run_pieces_limit = _COALESCE
-        self._held: str | None = None  # held text that is a proper prefix of a stem (the held-prefix path)
+        self._held: str | None = None  # held text that is a proper prefix of a stem (mode held)
         self._held_pattern: Any = None  # or the regex delimiter it is a partial match of
-        self._discard = False  # like _plain, outside explicit regions of a template without implicit field
         self._reset()
         self.initial_events: list[dict] = []
         if remainder:
@@ -206,11 +216,11 @@ class CompiledParser:
                 self._scan,
                 self._end_scan,
                 self._start_char,
-                self._starts,
-                self._runs,
+                self._run,
                 self._dirty,
                 self._stems,
-                self._partials,
+                self._stem_prefixes,
+                self._patterns,
             ) = self.STATES[current].entered
         self._captures: dict[str, str] = {}
         self._parts: list[str] = []
@@ -224,124 +234,169 @@ class CompiledParser:
             self._buf = self._buf[self._pos - context :]
             self._pos = context
 
+    # -- feeding: one method per mode ------------------------------------------------------------------
+    #
+    # `feed` is the general mode. At the end of a pass `_settle` installs the mode of the next feed on the
+    # instance (`self.feed`, a bound method: calling it costs no more than calling the class's `feed`);
+    # each mode handles the chunks it can answer without a pass and hands the rest to the general mode.
+
     def feed(self, text: str) -> list[dict]:
         """Consume the next piece of model output; returns the events it caused."""
-        # Plain chunk (see the module docstring). `in` costs a third of a str.find call, but takes a list:
-        # any other type (a str subclass too) goes the slower ways, which raise TypeError as upstream.
-        # (`type`, not `__class__`, which an object can fake: a mock made with `spec=str` does.)
         if (
-            self._plain
+            self._stems
             and text
+            and self._pos == len(self._buf)
+            and not self._run_pieces
+            and not self._finalized
+            and (held := self._hold_stem(text)) is not None
+        ):
+            return held
+        return self._pass(text)
+
+    # The general mode under the name `_settle` installs it by (an instance attribute named `feed` shadows
+    # the class's), and the name contract 2 modules assign in their class body, kept so that importing one
+    # reaches the contract check (which says to regenerate) instead of failing on the name.
+    _feed_general = feed_without_context = feed
+
+    def _feed_plain(self, text: str) -> list[dict]:
+        """Mode plain: the chunk (an exact `str`) holds no start character, or starts nothing, and is
+        routed whole. (`in` costs a third of a `str.find` call, but takes a list: any other type, a str
+        subclass too, goes the general way, which raises TypeError as upstream; `type`, not `__class__`,
+        which an object can fake.)"""
+        if (
+            text
             and type(text) is str
             and (self._start_char not in text or self._starts_nothing(text, _find(text, self._start_char)))
         ):
             self._buf = text  # the chunk is all the context the patterns can look back at
             self._pos = len(text)
-            parts = self._parts  # `_route`'s append, inlined: this path is most of a stream's feeds
+            parts = self._parts  # `_route`'s append, inlined: this is most of a stream's feeds
             parts.append(text)
             if len(parts) >= self._parts_limit:
                 self._coalesce()
             return [{"type": "region_chunk", "field": self._current, "text": text, "dirty": self._dirty}]
-        run = self._lead_run
-        if run is not None:
-            if not text:
-                # The oracle ignores an empty (or any false) chunk and reruns its pass, which changes
-                # nothing here: the state is at rest. Answering directly keeps the empty deltas of a
-                # streaming detokenizer from sending a held run through the slow path (rejoined, rescanned).
-                return []
-            # The held text, if any, is a run (`_run_pieces` are its newest pieces) or a partial match,
-            # which holds a start character. (A chunk of another type goes the slower ways, as above.)
-            if type(text) is str and (
-                self._start_char not in text or self._starts_nothing(text, _find(text, self._start_char))
-            ):
-                if text[-1] not in run:
-                    # The commonest feeds of a region whose delimiters start with a run (Qwen's content):
-                    # the chunk, after the held run if any, is routed whole. (Two near-copies on purpose:
-                    # one block with a `routed` variable made the first case 5-8% slower.)
-                    if self._pos == len(self._buf) and not self._run_pieces:
-                        self._buf = text  # the chunk is all the context the patterns can look back at
-                        self._pos = len(text)
-                        parts = self._parts  # `_route`'s append, inlined
-                        parts.append(text)
-                        if len(parts) >= self._parts_limit:
-                            self._coalesce()
-                        return [
-                            {
-                                "type": "region_chunk",
-                                "field": self._current,
-                                "text": text,
-                                "dirty": self._dirty,
-                            }
-                        ]
-                    if self._run_pieces or _find(self._buf, self._start_char, self._pos) < 0:
-                        if self._run_pieces:
-                            self._rejoin_run()
-                        routed = self._buf[self._pos :] + text
-                        self._buf = text
-                        self._pos = len(text)
-                        self._held = None
-                        parts = self._parts
-                        parts.append(routed)
-                        if len(parts) >= self._parts_limit:
-                            self._coalesce()
-                        return [
-                            {
-                                "type": "region_chunk",
-                                "field": self._current,
-                                "text": routed,
-                                "dirty": self._dirty,
-                            }
-                        ]
-                    # (else a partial match is held: the full pass's to decide)
-                elif (
-                    (pieces := self._run_pieces)
-                    or (pos := self._pos) == len(buf := self._buf)
-                    or _find(buf, self._start_char, pos) < 0
-                ):
-                    # The chunk ends with a run, which a lead-run delimiter may start: it is held.
-                    cut = len(text) - 1
-                    while cut and text[cut - 1] in run:
-                        cut -= 1
-                    if not cut:
-                        # The whole chunk extends the held run. Set it aside rather than copy the held
-                        # text on every feed (quadratic in a long run), in blocks as `_coalesce` does.
-                        pieces.append(text)
-                        if len(pieces) >= self._run_pieces_limit:
-                            pieces[-_COALESCE:] = ["".join(pieces[-_COALESCE:])]
-                            self._run_pieces_limit = len(pieces) + _COALESCE
-                        return []
-                    if pieces:
-                        self._rejoin_run()
-                        routed = self._buf[self._pos :] + text[:cut]
-                    else:
-                        routed = buf[pos:] + text[:cut] if pos < len(buf) else text[:cut]
-                    self._buf = text  # the chunk: its text before the held trailing run is the context
-                    self._pos = cut
-                    self._held = None  # the held text is now the chunk's trailing run
+        return CompiledParser.feed(self, text)
+
+    def _feed_plain_literal(self, text: str) -> list[dict]:
+        """Mode plain for a template without regex delimiters: literals never look back, so the chunk
+        need not even be kept as context."""
+        if text and type(text) is str and self._start_char not in text:
+            parts = self._parts
+            parts.append(text)
+            if len(parts) >= self._parts_limit:
+                self._coalesce()
+            return [{"type": "region_chunk", "field": self._current, "text": text, "dirty": self._dirty}]
+        return CompiledParser.feed(self, text)
+
+    def _feed_discard(self, text: str) -> list[dict]:
+        """Mode discard: outside every region of a template without an implicit field, a chunk holding no
+        start character is dropped."""
+        if text and type(text) is str and self._start_char not in text:
+            if self.CONTEXT:
+                self._buf = text  # the chunk is the context kept
+                self._pos = len(text)
+            return []
+        return CompiledParser.feed(self, text)
+
+    def _feed_bare(self, text: str) -> list[dict]:
+        """Mode bare: the region watches no delimiter, so it runs to the end of the stream and every chunk
+        is routed whole."""
+        if text and type(text) is str:
+            parts = self._parts
+            parts.append(text)
+            if len(parts) >= self._parts_limit:
+                self._coalesce()
+            return [{"type": "region_chunk", "field": self._current, "text": text, "dirty": self._dirty}]
+        return CompiledParser.feed(self, text)
+
+    def _feed_lead(self, text: str) -> list[dict]:
+        """Mode lead: the region's delimiters start with a run of one class (`\\s*<tool_call>`). A chunk
+        holding no start character (nor starting anything) is routed up to its trailing run, which is
+        held, since it may start a delimiter; the held run, if any, goes in front of it. The held text is
+        a run (its newest pieces set aside in `_run_pieces`), or nothing."""
+        if not text:
+            # The oracle ignores an empty (or any false) chunk and reruns its pass, which changes nothing
+            # here. Answering directly keeps the empty deltas of a streaming detokenizer from sending a
+            # held run through the general mode (rejoined, rescanned).
+            return []
+        if type(text) is str and (
+            self._start_char not in text or self._starts_nothing(text, _find(text, self._start_char))
+        ):
+            run = self._run
+            pieces = self._run_pieces
+            if text[-1] not in run:
+                # The commonest feed of such a region (Qwen's content): the chunk, after the held run if
+                # any, is routed whole. (Two near-copies on purpose: one block with a `routed` variable
+                # made the first case 5-8% slower.)
+                if not pieces and self._pos == len(self._buf):
+                    self._buf = text  # the chunk is all the context the patterns can look back at
+                    self._pos = len(text)
                     parts = self._parts  # `_route`'s append, inlined
-                    parts.append(routed)
+                    parts.append(text)
                     if len(parts) >= self._parts_limit:
                         self._coalesce()
                     return [
-                        {"type": "region_chunk", "field": self._current, "text": routed, "dirty": self._dirty}
+                        {"type": "region_chunk", "field": self._current, "text": text, "dirty": self._dirty}
                     ]
-        # (A discard state watches no lead runs: the lead-run path above never applies there.)
-        if self._discard and text and type(text) is str and self._start_char not in text:
-            self._buf = text  # text outside every region is dropped; the chunk is the context kept
-            self._pos = len(text)
-            return []
+                if pieces:
+                    self._rejoin_run()
+                routed = self._buf[self._pos :] + text
+                self._buf = text
+                self._pos = len(text)
+                self._held = None
+                parts = self._parts
+                parts.append(routed)
+                if len(parts) >= self._parts_limit:
+                    self._coalesce()
+                return [
+                    {"type": "region_chunk", "field": self._current, "text": routed, "dirty": self._dirty}
+                ]
+            # The chunk ends with a run, which a lead-run delimiter may start: it is held.
+            cut = len(text) - 1
+            while cut and text[cut - 1] in run:
+                cut -= 1
+            if not cut:
+                # The whole chunk extends the held run. Set it aside rather than copy the held text on
+                # every feed (quadratic in a long run), in blocks as `_coalesce` does.
+                pieces.append(text)
+                if len(pieces) >= self._run_pieces_limit:
+                    pieces[-_COALESCE:] = ["".join(pieces[-_COALESCE:])]
+                    self._run_pieces_limit = len(pieces) + _COALESCE
+                return []
+            if pieces:
+                self._rejoin_run()
+            pos, buf = self._pos, self._buf
+            routed = buf[pos:] + text[:cut] if pos < len(buf) else text[:cut]
+            self._buf = text  # the chunk: its text before the held trailing run is the context
+            self._pos = cut
+            self._held = None  # the held text is now the chunk's trailing run
+            parts = self._parts  # `_route`'s append, inlined
+            parts.append(routed)
+            if len(parts) >= self._parts_limit:
+                self._coalesce()
+            return [{"type": "region_chunk", "field": self._current, "text": routed, "dirty": self._dirty}]
+        if self._held is not None and not self._run_pieces:
+            # A held run that a lead-run delimiter's partial match may grow: mode held from now on (its
+            # pass, if it takes one, settles the mode again).
+            self.feed = feed = self._feed_held
+            return feed(text)
+        return CompiledParser.feed(self, text)
+
+    def _feed_held(self, text: str) -> list[dict]:
+        """Mode held: the held text is a proper prefix of a stem, or a partial match of the regex delimiter
+        `_held_pattern`. A chunk that keeps it one only grows the buffer: no delimiter commits at or after
+        a partial match, and nothing before it is left to route."""
         held = self._held
-        if held is not None and text and not self._run_pieces:  # pieces set aside extend the held text
+        if text and not self._run_pieces:  # (pieces set aside would extend the held text)
             grown = held + text  # a non-str chunk raises TypeError here, as upstream's concatenation
-            for stem in self._stems:
-                if len(stem) > len(grown) and stem.startswith(grown):
-                    self._buf += text
-                    self._held = grown
-                    return []
+            if grown in self._stem_prefixes:
+                self._buf += text
+                self._held = grown
+                return []
             pattern = self._held_pattern
             if pattern is None and held in self._REGEX_STEM_PREFIXES:
                 # Held as a stem's proper prefix, and no longer one: a regex delimiter's stem may be
-                # complete, which its partial search tells more cheaply than a full pass.
+                # complete, which its partial search tells more cheaply than a pass.
                 pattern = self._held_pattern = self._stem_pattern(held)  # (kept while it holds)
             if pattern is not None:
                 if pattern.lead is not None and len(grown) <= pattern.longest and lead_holds(pattern, grown):
@@ -362,68 +417,27 @@ class CompiledParser:
                     return []
             for stem in self._stems:
                 if stem in grown:
-                    # A starter is there (every stem is one): `_skips_scan` would say no.
-                    return self._feed_slow(text, False)
-        elif (
-            self._stems
-            and text
-            and not self._finalized
-            and self._pos == len(self._buf)
-            and not self._run_pieces
-        ):
-            held = self._hold_stem(text)
-            if held is not None:
-                return held
-        return self._feed_slow(text)
-
-    def feed_without_context(self, text: str) -> list[dict]:
-        """Consume the next piece of model output; returns the events it caused.
-
-        (`feed` of templates without regex delimiters: literals never look back, so the plain-chunk path
-        need not even keep the chunk as context.)"""
-        if self._plain and text and type(text) is str and self._start_char not in text:  # (as in feed)
-            parts = self._parts  # `_route`'s append, inlined
-            parts.append(text)
-            if len(parts) >= self._parts_limit:
-                self._coalesce()
-            return [{"type": "region_chunk", "field": self._current, "text": text, "dirty": self._dirty}]
-        if self._discard and text and type(text) is str and self._start_char not in text:
-            return []  # text outside every region is dropped
-        held = self._held
-        if held is not None and text:
-            grown = held + text
-            for stem in self._stems:
-                if len(stem) > len(grown) and stem.startswith(grown):
-                    self._buf += text
-                    self._held = grown
-                    return []
-            for stem in self._stems:
-                if stem in grown:
-                    return self._feed_slow(text, False)  # a starter is there: `_skips_scan` would say no
-        elif self._stems and text and not self._finalized and self._pos == len(self._buf):
-            held = self._hold_stem(text)
-            if held is not None:
-                return held
-        return self._feed_slow(text)
+                    return self._pass(text, False)  # a starter is there: `_skips_scan` would say no
+        return self._pass(text)
 
     def _hold_stem(self, text: str) -> list[dict] | None:
         """Nothing is held and the chunk ends with a proper prefix of a stem, after text that holds no start
-        character (the whole chunk, unless a plain or discard path applies): the oracle's pass finds that
-        partial match where the chunk's text stops routing, and no match can commit at or after it. So
-        route what comes before it and hold the rest, without a scan. None when the chunk is not so.
-        (After a feed that raised, the state entered and the buffer are still the oracle's, so the same
-        holds there.)"""
+        character (the whole chunk, unless the plain or discard mode applies): the oracle's pass finds
+        that partial match where the chunk's text stops routing, and no match can commit at or after it.
+        So route what comes before it and hold the rest, without a scan (mode held). None when the chunk
+        is not so. (After a feed that raised, the state entered and the buffer are still the oracle's, so
+        the same holds there.)"""
         buf = self._buf + text  # a non-str chunk raises TypeError here, as upstream's concatenation
-        cut = _find(text, self._start_char) if self._plain or self._discard else 0
+        mode = self.STATES[self._current].mode
+        plain = mode == "plain" and self._opened and not self._empty_open
+        cut = _find(text, self._start_char) if plain or (mode == "discard" and not self._empty_open) else 0
         rest = text[cut:] if cut else text
-        for stem in self._stems:
-            if len(stem) > len(rest) and stem.startswith(rest):
-                pattern = None  # (the held path finds the pattern whose stem it is, if it needs it)
-                break
+        if rest in self._stem_prefixes:
+            pattern = None  # (the held mode finds the pattern whose stem it is, if it needs it)
         else:
             first = self._start_char
             pattern = (
-                self._lead_pattern(rest) if self._partials and (first is None or first in rest) else None
+                self._lead_pattern(rest) if self._patterns and (first is None or first in rest) else None
             )
             if pattern is None:
                 return None
@@ -432,68 +446,87 @@ class CompiledParser:
         self._held = rest
         self._held_pattern = pattern
         events: list[dict] = []
-        if cut and self._plain:
+        if cut and plain:
             self._route(events, text[:cut])
-        self._plain = self._discard = False  # held text: the full pass decides the next chunk
-        self._lead_run = None  # (it would only fall through to the held-prefix path)
+        self.feed = self._feed_held
         self._trim()
         return events
 
-    def _feed_slow(self, text: str, may_skip: bool = True) -> list[dict]:
+    def _pass(self, text: str, may_skip: bool = True) -> list[dict]:
+        """The general mode's work: route the chunk without a scan when nothing can start in it (nor
+        complete in the held text), else run the oracle's pass; then install the next feed's mode."""
         if self._finalized:
             raise RuntimeError("ResponseParser already finalized")
         if self._run_pieces:
             self._rejoin_run()
-        self._plain = False  # until this feed has finished without error
-        self._lead_run = None
         self._held = self._held_pattern = None
-        self._discard = False
         events: list[dict] = []
-        if may_skip and text and self._skips_scan(text):
-            self._route_skipping_scan(events, text)
-        else:
-            if text:
-                self._buf += text
-            self._process(events, False)
-            self._trim()
-        if self._current is not None and self._opened and self.CONTEXT is not None and not self._empty_open:
-            first = self._start_char
-            if first is not None:
-                runs = self._runs
-                self._plain = not runs and self._pos == len(self._buf)
-                # (Not while a partial match is held: the lead-run path would only fall through.)
-                self._lead_run = (
-                    runs[0]
-                    if len(runs) == 1
-                    and (self._pos == len(self._buf) or _find(self._buf, first, self._pos) < 0)
-                    else None
-                )
-        elif self._current is None and self._start_char is not None and self.CONTEXT is not None:
-            self._discard = not self._runs and self._pos == len(self._buf) and not self._empty_open
-        if self._pos < len(self._buf) and (self._stems or self._partials):
-            rest = self._buf[self._pos :]
-            for stem in self._stems:
-                if len(stem) > len(rest) and stem.startswith(rest):
-                    self._held = rest
-                    self._held_pattern = None
-                    break
+        try:
+            if may_skip and text and self._skips_scan(text):
+                self._route_skipping_scan(events, text)
+            else:
+                if text:
+                    self._buf += text
+                self._process(events, False)
+                self._trim()
+        except BaseException:
+            self.feed = self._feed_general  # what a fast mode assumed may no longer hold
+            raise
+        self._settle()
+        return events
+
+    def _settle(self) -> None:
+        """Install the mode of the next feed, from where the pass left the parser: the state's own mode
+        (the plan's choice, `State.mode`) while the region is open and nothing but a run (in mode lead) is
+        held; mode held while a known partial match is; else the general mode."""
+        buf, pos = self._buf, self._pos
+        at_rest = pos == len(buf)
+        if not at_rest and (self._stems or self._patterns):
+            rest = buf[pos:]
+            if rest in self._stem_prefixes:
+                self._held = rest
             else:
                 # The regex delimiter whose partial match holds the text, if one does: the next feed
                 # checks only it (without a search while `lead_holds`).
-                for pattern in self._partials:
+                for pattern in self._patterns:
                     if (pattern.lead is not None and lead_holds(pattern, rest)) or partial_at(
-                        pattern, self._buf, self._pos
+                        pattern, buf, pos
                     ):
                         self._held = rest
                         self._held_pattern = (
-                            pattern if pattern.head is None else held_pattern(pattern, self._buf, self._pos)
+                            pattern if pattern.head is None else held_pattern(pattern, buf, pos)
                         )
                         break
-        return events
+        mode = self.STATES[self._current].mode
+        if self._empty_open or mode == "general":
+            pass
+        elif mode == "plain":
+            if at_rest and self._opened:
+                self.feed = self._feed_plain if self.CONTEXT else self._feed_plain_literal
+                return
+        elif mode == "lead":
+            # (Not while a partial match is held: the lead mode would only hand it on.)
+            if self._opened and (at_rest or _find(buf, self._start_char, pos) < 0):
+                self.feed = self._feed_lead
+                return
+        elif mode == "discard":
+            if at_rest:
+                self.feed = self._feed_discard
+                return
+        elif at_rest and self._opened:  # bare
+            self.feed = self._feed_bare
+            return
+        self.feed = self._feed_general if self._held is None else self._feed_held
+
+    @property
+    def feed_mode(self) -> str:
+        """How the next `feed` is handled: "plain", "lead", "discard", "bare", "held" (the fast modes) or
+        "general" (a pass); see the module docstring. For tests and the curious."""
+        return _MODES[self.feed.__func__.__name__]
 
     def _lead_pattern(self, held: str) -> Any:
         """The first watched lead-run pattern that holds `held` (`lead_holds`), or None."""
-        for pattern in self._partials:
+        for pattern in self._patterns:
             if pattern.lead is not None and lead_holds(pattern, held):
                 return pattern
         return None
@@ -501,12 +534,12 @@ class CompiledParser:
     def _stem_pattern(self, held: str) -> Any:
         """The watched regex delimiter that every stem `held` is a proper prefix of belongs to, if one
         does: the held text is that pattern's partial match, and once the stem is complete the next feed
-        tests only it (the partial search) instead of a full pass. None when a literal's stem (or another
-        pattern's) is among them: which one completes is the full pass's to find."""
+        tests only it (the partial search) instead of a pass. None when a literal's stem (or another
+        pattern's) is among them: which one completes is the pass's to find."""
         owner = None
         for stem in self._stems:
             if len(stem) > len(held) and stem.startswith(held):
-                for pattern in self._partials:
+                for pattern in self._patterns:
                     if stem in pattern.stems:
                         break
                 else:
@@ -520,6 +553,7 @@ class CompiledParser:
         """Whether no watched delimiter can start in `text` nor complete in the held text: nothing is held,
         or (when lead runs are watched) the held text is such a run, holding no start character either."""
         first = self._start_char
+        state = self.STATES[self._current]
         if first is not None:
             if self._pos == len(self._buf):
                 at = _find(text, first)
@@ -530,15 +564,16 @@ class CompiledParser:
                 # (A held partial match that the chunk ends, as '<' then '/par' when '</function>' is
                 # watched, starts nothing either.)
                 return self._starts_nothing(grown, at)
-            return bool(self._runs)  # the held text is a run (without runs, a partial match holds one)
-        elif self._starts is None or self._starts.search(text) is not None:
+            return bool(state.runs)  # the held text is a run (without runs, a partial match holds one)
+        starts = state.starts
+        if starts is None or starts.search(text) is not None:
             return False
         buf, pos = self._buf, self._pos
         if pos == len(buf):
             return True
-        if not self._runs:
+        if not state.runs:
             return False  # held text is a partial delimiter the chunk may complete
-        return self._starts.search(buf, pos) is None
+        return starts.search(buf, pos) is None
 
     def _starts_nothing(self, text: str, at: int) -> bool:
         """Whether no match and no partial match of a watched delimiter starts in `text` (the text from the
@@ -567,7 +602,7 @@ class CompiledParser:
         routes everything but a trailing run that a lead-run delimiter (`\\s*<tool_call>`) may start."""
         buf = self._buf + text if self.CONTEXT is None or self._pos < len(self._buf) else text
         pos = self._pos if buf is not text else 0
-        runs = self._runs
+        runs = self.STATES[self._current].runs
         if not runs:
             hold = len(buf)
         elif len(runs) == 1:
@@ -598,10 +633,11 @@ class CompiledParser:
             raise RuntimeError("ResponseParser already finalized")
         if self._run_pieces:
             self._rejoin_run()
-        self._plain = False
-        self._lead_run = None
+        try:
+            del self.feed  # the class's general mode, which raises from now on; and no cycle is left
+        except AttributeError:
+            pass  # never fed
         self._held = self._held_pattern = None
-        self._discard = False
         events: list[dict] = []
         self._process(events, True)
         return self._finish(events), events
@@ -746,16 +782,16 @@ class CompiledParser:
             return pos
         if left > _REST:
             return -1  # a long rest: the scan costs little more than these tests
-        for stem in self._stems:
-            if len(stem) > left and buf.startswith(stem[:left], pos):
-                return pos
+        rest = buf[pos:]
+        if rest in self._stem_prefixes:
+            return pos
         first = self._start_char
         if first is None:
             return -1
-        at = _find(buf, first, pos)
-        if at >= 0 and not self._starts_nothing(buf[pos:], at - pos):
+        at = _find(rest, first)
+        if at >= 0 and not self._starts_nothing(rest, at):
             return -1
-        runs = self._runs
+        runs = self.STATES[self._current].runs
         if not runs:
             return len(buf)
         return run_start(buf, pos, runs[0]) if len(runs) == 1 else -1
@@ -792,11 +828,11 @@ class CompiledParser:
             self._scan,
             self._end_scan,
             self._start_char,
-            self._starts,
-            self._runs,
+            self._run,
             self._dirty,
             self._stems,
-            self._partials,
+            self._stem_prefixes,
+            self._patterns,
         ) = self.STATES[name].entered
         if match is None:
             self._captures = {}

@@ -42,7 +42,7 @@ __all__ = [
 
 # The characters of the leading runs that lead-run delimiters (`\s*<tool_call>`) start with, by the
 # regex class of one run character. Scans check them with set membership (the `regex` module's call
-# overhead dominates one-character checks); tests/test_runtime.py enumerates Unicode to prove each set
+# overhead dominates one-character checks); tests/runtime/test_runtime.py enumerates Unicode to prove each set
 # equals what the `regex` module's class matches.
 RUN_WHITESPACE = frozenset(
     "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"

@@ -24,7 +24,7 @@ from functools import lru_cache
 __all__ = ["REGEX_SPACE", "TagShape", "tag_rows", "tag_shape"]
 
 # What `regex` (Unicode, version 0) means by `\s`: Unicode's White_Space, which differs from `str.isspace`
-# (U+001C-U+001F are space to Python only). tests/test_runtime.py checks this against `regex` itself.
+# (U+001C-U+001F are space to Python only). tests/runtime/test_runtime.py checks this against `regex` itself.
 REGEX_SPACE = (
     "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
     "\u2028\u2029\u202f\u205f\u3000"

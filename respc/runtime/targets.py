@@ -3,8 +3,8 @@
 A generated module records the target it was compiled for (`TRANSFORMERS_TARGET`); the compiler reads
 the switches below when it plans the module, and the runtime reads them where behaviour is decided at
 run time (content parsers), so a module behaves as its release whatever respc runs it later. Adding the
-next release means adding a `Target` here with its switches and an oracle to the tests (README:
-"Adding the next transformers release"), not editing scattered code.
+next release means adding a `Target` here with its switches and an oracle to the tests
+(docs/releases.md, "Adding the next release"), not editing scattered code.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ import copy
 from typing import Any
 
 import pytest
-from authoring_helpers import NOW, chat_template
+from support.authoring import NOW, chat_template
 
 import respc
 from respc.authoring import ChatTemplate, Probe, check

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from authoring_helpers import CHAT_TEMPLATES, INDEX, chat_template, model_dir
+from support.authoring import CHAT_TEMPLATES, INDEX, chat_template, model_dir
 
 import respc
 from respc.cli import main

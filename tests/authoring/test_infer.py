@@ -6,7 +6,7 @@ the nearest preset. Hand-written chat templates cover the formats no real one he
 from __future__ import annotations
 
 import pytest
-from authoring_helpers import INDEX, NOW, chat_template
+from support.authoring import INDEX, NOW, chat_template
 
 import respc
 from respc.authoring import ChatTemplate, InferenceRefused, check, infer

@@ -5,10 +5,10 @@ that parses every probe back exactly. Also: what `respc check` decides is what t
 from __future__ import annotations
 
 import pytest
-from authoring_helpers import INDEX, NOW, chat_template
-from conftest import assert_same, oracle_parse, respc_parse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.authoring import INDEX, NOW, chat_template
+from support.compare import assert_same, oracle_parse, respc_parse
 
 import respc
 from respc.authoring import ChatTemplate, infer

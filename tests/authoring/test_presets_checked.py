@@ -6,7 +6,7 @@ from __future__ import annotations
 import fnmatch
 
 import pytest
-from authoring_helpers import INDEX, NOW, chat_template
+from support.authoring import INDEX, NOW, chat_template
 
 import respc
 from respc.authoring import check

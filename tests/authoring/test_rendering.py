@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
-from authoring_helpers import INDEX, chat_template, model_dir
-from oracles import oracle
+from support.authoring import INDEX, chat_template, model_dir
+from support.oracles import oracle
 
 from respc.authoring import ChatTemplate, load_chat_template
 from respc.authoring.probes import probes_for

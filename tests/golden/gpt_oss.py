@@ -285,12 +285,13 @@ def _value_tool_calls(body: str, captures: dict) -> Any:
 class ResponseParser(CompiledParser):
     """Streaming parser: `feed()` model output, then `finalize()`; same events as transformers 5.24."""
 
-    CONTRACT = 2
+    CONTRACT = 3
     TARGET = TRANSFORMERS_TARGET
     TEMPLATE = TEMPLATE
     IMPLICIT = None
     STATES: ClassVar[dict] = {
         None: State(
+            mode="discard",
             scan=_scan_outside,
             end_scan=_end_outside,
             start_char="<",
@@ -299,33 +300,20 @@ class ResponseParser(CompiledParser):
                 "<|channel|>analysis<|message|>",
                 "<|channel|>final<|message|>",
             ),
-            partials=(TOOL_CALLS_OPEN_RE,),
-            starters=(
-                "<|channel|>commentary to=functions.",
-                "<|channel|>analysis<|message|>",
-                "<|channel|>final<|message|>",
-            ),
+            patterns=(TOOL_CALLS_OPEN_RE,),
         ),
         "thinking": State(
-            scan=_scan_thinking,
-            end_scan=_end_thinking,
-            start_char="<",
-            stems=("<|end|>",),
-            starters=("<|end|>",),
+            mode="plain", scan=_scan_thinking, end_scan=_end_thinking, start_char="<", stems=("<|end|>",)
         ),
         "content": State(
-            scan=_scan_content,
-            end_scan=_end_content,
-            start_char="<",
-            stems=("<|end|>",),
-            starters=("<|end|>",),
+            mode="plain", scan=_scan_content, end_scan=_end_content, start_char="<", stems=("<|end|>",)
         ),
         "tool_calls": State(
+            mode="plain",
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             start_char="<",
             stems=("<|call|>",),
-            starters=("<|call|>",),
             dirty=True,
         ),
     }

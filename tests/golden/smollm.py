@@ -202,31 +202,27 @@ def _value_content(body: str, captures: dict) -> Any:
 class ResponseParser(CompiledParser):
     """Streaming parser: `feed()` model output, then `finalize()`; same events as transformers 5.24."""
 
-    CONTRACT = 2
+    CONTRACT = 3
     TARGET = TRANSFORMERS_TARGET
     TEMPLATE = TEMPLATE
     IMPLICIT = "content"
     STATES: ClassVar[dict] = {
         "content": State(
+            mode="plain",
             scan=_scan_outside,
             end_scan=_end_outside,
             start_char="<",
             stems=("<tool_call>", "<|im_end|>", "<think>"),
-            starters=("<tool_call>", "<|im_end|>", "<think>"),
         ),
         "thinking": State(
-            scan=_scan_thinking,
-            end_scan=_end_thinking,
-            start_char="<",
-            stems=("</think>",),
-            starters=("</think>",),
+            mode="plain", scan=_scan_thinking, end_scan=_end_thinking, start_char="<", stems=("</think>",)
         ),
         "tool_calls": State(
+            mode="plain",
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             start_char="<",
             stems=("</tool_call>",),
-            starters=("</tool_call>",),
             dirty=True,
         ),
     }
@@ -245,7 +241,6 @@ class ResponseParser(CompiledParser):
         _end_thinking: _far_thinking,
         _end_tool_calls: _far_tool_calls,
     }
-    feed = CompiledParser.feed_without_context  # no regex delimiter looks back: no context to keep
 
     @staticmethod
     def defaults() -> dict:

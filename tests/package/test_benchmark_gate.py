@@ -1,0 +1,84 @@
+"""The CI speed gate (`benchmarks/check_targets.py`) fails a run that misses a target by more than the
+tolerance, and passes one within it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+BENCHMARKS = Path(__file__).parents[2] / "benchmarks"
+
+
+def _run(tmp_path: Path, medians: dict[tuple[str, str], float], *extra: str) -> subprocess.CompletedProcess:
+    run = {
+        "benchmarks": [
+            {"extra_info": {"workload": "paired", "shape": shape, "ratio": name, "median": median}}
+            for (shape, name), median in medians.items()
+        ]
+    }
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(run), encoding="utf-8")
+    return subprocess.run(
+        [sys.executable, "check_targets.py", str(path), *extra],
+        cwd=BENCHMARKS,
+        capture_output=True,
+        text=True,
+    )
+
+
+def _full(**changes: float) -> dict[tuple[str, str], float]:
+    """A run meeting every enforced target comfortably, with `changes` (keyed "shape|ratio") applied."""
+    sys.path.insert(0, str(BENCHMARKS))
+    from targets import KIND, TARGETS
+
+    medians = {}
+    for name, (comparison, bounds, _enforced) in TARGETS.items():
+        for shape, kind in KIND.items():
+            if kind in bounds:
+                medians[shape, name] = bounds[kind] * (2 if comparison == ">=" else 0.5)
+    for key, value in changes.items():
+        shape, name = key.split("|")
+        medians[shape, name] = value
+    return medians
+
+
+def test_a_run_within_the_tolerance_passes(tmp_path: Path) -> None:
+    done = _run(
+        tmp_path,
+        _full(
+            **{
+                "smollm|stream 10k speed-up": 6.5,  # 8x target, 20% tolerance: 6.4 passes
+                "qwen3_5|parse 10k speed-up": 4.1,  # 5x target: 4.0 passes
+                "gemma4|stream µs/chunk 1M ÷ 10k": 1.5,  # at most 1.3: 1.56 passes
+                "gpt_oss|stream 10k respc ÷ floor": 9.0,  # an aim, never enforced
+            }
+        ),
+    )
+    assert done.returncode == 0, done.stdout
+    sys.path.insert(0, str(BENCHMARKS))
+    from targets import KIND, TARGETS, enforced
+
+    checked = sum(enforced(name, shape) for name in TARGETS for shape in KIND)
+    assert "MISSED" not in done.stdout and done.stdout.count("\n") == checked
+
+
+def test_a_missed_target_fails_and_is_named(tmp_path: Path) -> None:
+    done = _run(tmp_path, _full(**{"smollm|stream 10k speed-up": 6.3}))
+    assert done.returncode == 1
+    assert done.stdout.splitlines()[0] == "MISSED smollm   stream 10k speed-up: 6.30 (target ≥ 8)"
+    assert _run(tmp_path, _full(**{"smollm|stream 10k speed-up": 6.3}), "--tolerance", "0.25").returncode == 0
+    assert _run(tmp_path, _full(**{"gemma4|stream µs/chunk 1M ÷ 10k": 1.6})).returncode == 1
+
+
+def test_a_target_the_run_lacks_fails(tmp_path: Path) -> None:
+    medians = _full()
+    del medians["qwen3_5", "parse 10k speed-up"]
+    done = _run(tmp_path, medians)
+    assert done.returncode == 1
+    assert done.stdout.splitlines()[0] == "MISSED qwen3_5  parse 10k speed-up: not measured in this run"
+
+
+def test_a_run_without_target_ratios_fails(tmp_path: Path) -> None:
+    assert _run(tmp_path, {}).returncode == 1

@@ -1,0 +1,128 @@
+"""The feed modes (`respc.runtime.parser`): which mode each feed of a stream takes, and that a mode never
+changes what is routed, held or committed (every stream is also compared with transformers')."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from support.compare import TEMPLATES, assert_same, oracle_stream, respc_stream
+
+import respc
+
+
+def _modes(template: Any, chunks: list[str], prefix: str = "") -> list[tuple[str, str]]:
+    """(mode before the feed, chunk) for each feed, then ("finalize", mode after finalize)."""
+    parser = respc.compile_template(template).ResponseParser(prefix)
+    taken = []
+    for chunk in chunks:
+        taken.append((parser.feed_mode, chunk))
+        parser.feed(chunk)
+    parser.finalize()
+    taken.append(("finalize", parser.feed_mode))
+    return taken
+
+
+def _same_as_oracle(template: Any, chunks: list[str]) -> None:
+    assert_same(
+        respc_stream(template, "", chunks), oracle_stream(template, "", chunks), template, repr(chunks)
+    )
+
+
+def test_a_qwen_stream_takes_lead_held_and_plain() -> None:
+    """Content watches `\\s*<tool_call>...`-style delimiters (mode lead: a trailing run is held), a tool
+    call's opening grows held (mode held), the call's body is plain, and a pass settles each change."""
+    template = TEMPLATES["serving_qwen3_5"]
+    chunks = [
+        "<think>",
+        "a b",
+        "</think>",
+        "Sure",
+        ". ",
+        "\n",
+        "<tool",
+        "_call>\n<function=f>\n",
+        "<parameter=x>",
+    ]
+    chunks += ["1</parameter>", "\n</function>\n</tool_call>", "ok", "<|im_end|>"]
+    assert _modes(template, chunks) == [
+        ("general", "<think>"),
+        ("plain", "a b"),  # in the reasoning region
+        ("plain", "</think>"),  # holds '<': the general mode's pass commits the close
+        ("general", "Sure"),  # the implicit region opens on its first text
+        ("lead", ". "),  # routed up to the trailing space, which is held
+        ("lead", "\n"),  # all run: set aside
+        ("lead", "<tool"),  # a run then a proper prefix of '<tool_call>': held
+        ("held", "_call>\n<function=f>\n"),  # the opening completes: a pass commits it
+        ("plain", "<parameter=x>"),  # inside the call, '<' starts nothing but '</function>'
+        ("plain", "1</parameter>"),
+        ("plain", "\n</function>\n</tool_call>"),  # the close ends the buffer: it may grow, so held
+        ("held", "ok"),  # (quirk Q19: a regex match at the edge waits for one more feed) then committed
+        ("lead", "<|im_end|>"),
+        ("finalize", "general"),
+    ]
+    _same_as_oracle(template, chunks)
+
+
+def test_a_held_run_is_set_aside_in_mode_lead() -> None:
+    """A long run of whitespace stays in mode lead, whose pieces are set aside, never re-copied per feed
+    (a 1M-character run of newlines was once quadratic); empty deltas leave it alone too."""
+    template = TEMPLATES["serving_qwen3_5"]
+    parser = respc.compile_template(template).ResponseParser("")
+    parser.feed("answer")
+    for _ in range(5_000):
+        assert parser.feed_mode == "lead"
+        assert parser.feed("\n\n") == []
+        assert parser.feed("") == []
+    *_, events = parser.finalize()
+    assert events[0] == {"type": "region_chunk", "field": "content", "text": "\n" * 10_000, "dirty": False}
+
+
+def test_literal_regions_are_plain_and_a_null_sink_discards() -> None:
+    template = TEMPLATES["feature_null_sink"]  # no implicit field: text outside regions is dropped
+    chunks = ["noise ", "more", "<think>", "deep ", "thought", "</think>", "x", "<answer>", "42", "</answer>"]
+    chunks += ["tail", "<final>", "a < b", "<answer>"]
+    assert _modes(template, chunks) == [
+        ("general", "noise "),
+        ("discard", "more"),  # dropped without a scan
+        ("discard", "<think>"),  # holds '<': the mode hands it to a pass, which opens the region
+        ("plain", "deep "),
+        ("plain", "thought"),
+        ("plain", "</think>"),
+        ("discard", "x"),
+        ("discard", "<answer>"),
+        ("plain", "42"),
+        ("plain", "</answer>"),
+        ("discard", "tail"),
+        ("discard", "<final>"),  # opens a region that watches nothing
+        ("bare", "a < b"),  # so every chunk is routed, '<answer>' too
+        ("bare", "<answer>"),
+        ("finalize", "general"),
+    ]
+    _same_as_oracle(template, chunks)
+
+
+@pytest.mark.parametrize("chunk", ["", 5, b"x"])
+def test_a_chunk_no_mode_takes_goes_the_general_way(chunk: Any) -> None:
+    """Empty and non-str chunks: the general mode answers them as upstream (nothing, or TypeError)."""
+    template = TEMPLATES["smollm"]
+    parser = respc.compile_template(template).ResponseParser("")
+    parser.feed("<think>a")
+    assert parser.feed_mode == "plain"
+    if chunk == "":
+        assert parser.feed(chunk) == []
+    else:
+        with pytest.raises(TypeError):
+            parser.feed(chunk)
+    _same_as_oracle(template, ["<think>a", chunk] if chunk == "" else ["<think>a"])
+
+
+def test_after_an_error_the_next_feed_takes_a_pass() -> None:
+    """A region that fails to parse raises from the pass; the parser is left in the general mode."""
+    template = TEMPLATES["smollm"]
+    parser = respc.compile_template(template).ResponseParser("")
+    parser.feed("<tool_call>")
+    assert parser.feed_mode == "plain"
+    with pytest.raises(ValueError):
+        parser.feed("{not json</tool_call>")
+    assert parser.feed_mode == "general"

@@ -1,0 +1,56 @@
+"""Model directories as the Hub lays them out, built in the test: a real (tiny) `tokenizers` tokenizer,
+`tokenizer_config.json` and, when asked, `config.json` and `chat_template.jinja`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tokenizers import Tokenizer, models, pre_tokenizers
+
+ABSENT = object()  # leave the key out (None writes it as null)
+WORDS = ("[UNK]", "<think>", "</think>", "hm", "hi", "Hi", "<|im_end|>")
+
+
+def word_tokenizer(words: tuple[str, ...] = WORDS) -> Tokenizer:
+    """A word-level tokenizer over `words`, split on whitespace (unknown words become [UNK])."""
+    tokenizer = Tokenizer(models.WordLevel({word: i for i, word in enumerate(words)}, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    return tokenizer
+
+
+def model_dir(
+    root: Path,
+    name: str = "model",
+    *,
+    tokenizer: Tokenizer | None = None,
+    response_template: Any = ABSENT,
+    chat_template: Any = ABSENT,
+    jinja: str | None = None,
+    model_type: str | None = None,
+    name_or_path: str | None = None,
+    config: bool | None = None,
+) -> Path:
+    """`root/name` holding `tokenizer.json` (a `word_tokenizer` unless given), `tokenizer_config.json`
+    with the templates given, `chat_template.jinja` when `jinja` is given, and `config.json` with the
+    model type and repository id given (written when either is given, or when `config` is true)."""
+    directory = root / name
+    directory.mkdir(parents=True)
+    (tokenizer or word_tokenizer()).save(str(directory / "tokenizer.json"))
+    settings: dict[str, Any] = {"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": 8192}
+    if chat_template is not ABSENT:
+        settings["chat_template"] = chat_template
+    if response_template is not ABSENT:
+        settings["response_template"] = response_template
+    (directory / "tokenizer_config.json").write_text(json.dumps(settings), encoding="utf-8")
+    if jinja is not None:
+        (directory / "chat_template.jinja").write_text(jinja, encoding="utf-8")
+    if config or (config is None and (model_type is not None or name_or_path is not None)):
+        model_config: dict[str, Any] = {}
+        if model_type is not None:
+            model_config["model_type"] = model_type
+        if name_or_path is not None:
+            model_config["_name_or_path"] = name_or_path
+        (directory / "config.json").write_text(json.dumps(model_config), encoding="utf-8")
+    return directory

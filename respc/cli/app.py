@@ -19,8 +19,8 @@ from typing import Any
 from respc._io import InputError, OutputError
 from respc._version import __version__
 from respc.batch.records import WorkerDied
+from respc.cli import check, explain, infer, parse, presets, regen
 from respc.cli import compile as compile_command
-from respc.cli import explain, parse, presets, regen
 from respc.cli.errors import UsageError
 from respc.model import ResponseTemplateNotFound
 from respc.registry import PresetNotFound, TargetTooOld
@@ -28,7 +28,7 @@ from respc.runtime.targets import UnknownTarget
 
 __all__ = ["build_parser", "main"]
 
-COMMANDS = (compile_command, explain, presets, regen, parse)
+COMMANDS = (compile_command, explain, presets, regen, parse, check, infer)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -36,6 +36,7 @@ INDEX_KEYS = (
     "prefill",
     "confirmed",
     "notes",
+    "known_findings",
 )
 KEEP = {"__init__.py"}  # hand-written files in generated/
 
@@ -106,8 +107,25 @@ def _entry_problem(entry: dict[str, Any]) -> str | None:
     problem = problem or _detect_problem(entry["detect"])
     if problem:
         return problem
+    problem = _known_findings_problem(entry["known_findings"])
+    if problem:
+        return problem
     if entry["min_target"] not in SUPPORTED_TARGETS:
         return f"'min_target' must be one of {list(SUPPORTED_TARGETS)}, not {entry['min_target']!r}"
+    return None
+
+
+def _known_findings_problem(known: Any) -> str | None:
+    """`known_findings`: what `respc check` finds against a model's chat template, explained (a list of
+    {model, probes, field, cause, why}; probes and field are fnmatch patterns)."""
+    keys = {"model", "probes", "field", "cause", "why"}
+    if not isinstance(known, list) or not all(
+        isinstance(k, dict) and set(k) == keys and all(isinstance(v, str) and v for v in k.values())
+        for k in known
+    ):
+        return "'known_findings' must be a list of objects with non-empty strings at " + ", ".join(
+            sorted(keys)
+        )
     return None
 
 

@@ -23,6 +23,7 @@ PRESETS = {
         "prefill": "'' (prompt ends at the anchor '<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>')",
         "confirmed": "Equals transformers' upstream test template cohere_template (tests/utils/test_chat_parsing.py, verbatim in tests/fixtures/templates/cohere.json) with 'thinking' renamed to 'reasoning_content'.",
         "notes": "Equal to the upstream test template except the field name. No implicit field: <|END_OF_TURN_TOKEN|> and stray text go to the null sink. The action array carries a tool_call_id per call, but the upstream transform_each keeps only tool_name/parameters, so no 'id' is emitted (kept as-is to stay equal to upstream). Command R7B puts its tool plan in <|START_THINKING|>. <|END_OF_TURN_TOKEN|> also closes a response whose <|END_RESPONSE|> was stripped.",
+        "known_findings": [],
     },
     "deepseek_r1": {
         "families": "DeepSeek-R1, DeepSeek-R1-0528, DeepSeek-R1-Distill (Qwen/Llama)",
@@ -47,6 +48,7 @@ PRESETS = {
         "prefill": "'<think>\\n' (DeepSeek-R1, R1-Distill); '' (R1-0528 writes <think> itself); after tool outputs the prompt ends with '<｜tool▁outputs▁end｜>'",
         "confirmed": "Chat template: ggml-org/llama.cpp models/templates/deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja (generation prompt '<｜Assistant｜><think>\\n', V3-style calls joined by '\\n', '<｜tool▁outputs▁end｜>' with no assistant header after tool outputs) and vllm-project/vllm examples/tool_chat_template_deepseekr1.jinja. Call parsing: vllm-project/vllm rust/src/parser/src/tool/deepseek_json/mod.rs + deepseek_v3.rs, sgl-project/sglang python/sglang/srt/function_call/deepseekv3_detector.py.",
         "notes": "Same call format as deepseek_v3 plus <think>…</think>. Pass the prompt as prefix: with R1/Distill the completion has only </think>; without the prefix that reasoning would land in content (the preset does not open reasoning at ^, so non-reasoning outputs are not swallowed). The R1-Distill checkpoints have model_type qwen2/llama, which belong to other presets: select by repo. <｜end▁of▁sentence｜> is special but only closes content; the tool-call and <think> tokens are not special.",
+        "known_findings": [],
     },
     "deepseek_v3": {
         "families": "DeepSeek-V3, DeepSeek-V3-0324",
@@ -65,6 +67,7 @@ PRESETS = {
         "prefill": "'' (prompt ends with '<｜Assistant｜>'; after tool outputs it ends with '<｜tool▁outputs▁end｜>')",
         "confirmed": "vllm-project/vllm rust/src/parser/src/tool/deepseek_json/mod.rs and deepseek_v3.rs (header 'function<｜tool▁sep｜>NAME\\n```json\\n', end '\\n```<｜tool▁call▁end｜>'); sgl-project/sglang python/sglang/srt/function_call/deepseekv3_detector.py; chat template vllm-project/vllm examples/tool_chat_template_deepseekv3.jinja (calls joined by '\\n', '<｜tool▁outputs▁end｜>' after tool outputs).",
         "notes": "One tool_calls region per call: open_pattern absorbs leading whitespace and the optional <｜tool▁calls▁begin｜>, captures the name up to the newline before ```json; close is the literal '\\n```<｜tool▁call▁end｜>' (a raw newline cannot occur inside a JSON string, so marker text inside arguments is safe). <｜tool▁calls▁end｜> and <｜end▁of▁sentence｜> close the implicit content (with leading \\s* against quirk Q1). The second start anchor keeps earlier calls in the prompt from leaking after a tool output. A call cut off by max_tokens raises a json error at finalize (oracle behaviour). No call ids in the format.",
+        "known_findings": [],
     },
     "deepseek_v3_1": {
         "families": "DeepSeek-V3.1, DeepSeek-V3.1-Terminus",
@@ -83,6 +86,7 @@ PRESETS = {
         "prefill": "'<think>' (thinking) or '</think>' (non-thinking) after '<｜Assistant｜>'; after a tool output the prompt ends with '<｜tool▁output▁end｜>' and no header",
         "confirmed": "vllm-project/vllm rust/src/parser/src/tool/deepseek_json/deepseek_v31.rs and mod.rs ('<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{json}<｜tool▁call▁end｜>', no separators); chat template ggml-org/llama.cpp models/templates/deepseek-ai-DeepSeek-V3.1.jinja and vllm-project/vllm examples/tool_chat_template_deepseekv31.jinja.",
         "notes": "start_anchor is the list ['<｜Assistant｜></think>', '<｜Assistant｜>', '<｜tool▁output▁end｜>']: the longest alternative skips the non-thinking prefill '</think>' (a bare closer would otherwise end up in content), '<think>' is left in the remainder and opens reasoning, and the third anchor handles generation after a tool output. Quirk Q29: a JSON string containing the literal '<｜tool▁call▁end｜>' ends the call early. V3.2 (DSML) is a different format: see _not_expressible.",
+        "known_findings": [],
     },
     "ernie4_5": {
         "families": "Baidu ERNIE 4.5 Thinking",
@@ -97,6 +101,7 @@ PRESETS = {
         "prefill": "'' — the generation prompt ends with 'Assistant:' or 'Assistant: ' (a trailing space is harmless, quirk Q22); the model starts reasoning without an opening <think>",
         "confirmed": "Equals transformers' upstream test template ernie_template (tests/utils/test_chat_parsing.py, verbatim in tests/fixtures/templates/ernie.json) with 'thinking' renamed to 'reasoning_content'. Output shape cross-read in vllm-project/vllm vllm/frontend/processing/reasoning/ernie45_reasoning_parser.py ('abc\\n</think>\\n\\n<response>\\ndef\\n</response>') and rust/src/parser/src/tool/json/ernie45.rs.",
         "notes": "Equal to the upstream test template except the field name. Only for the Thinking models: reasoning opens zero-width at the start (^), so a non-thinking ERNIE output would land entirely in reasoning_content. Limitations of the upstream template, kept and documented as fixture cases: an answer without <response> is dropped (no implicit field); a model-written leading <think> stays inside reasoning because the ^ alternative matches first. special_tokens set conservatively (whether <think>/<response>/<tool_call> are special was not verified; keeping special tokens is safe here).",
+        "known_findings": [],
     },
     "gemma3_pythonic": {
         "families": "Google Gemma 3 with vLLM's pythonic tool-calling templates (pythonic and pythonic_both)",
@@ -117,7 +122,16 @@ PRESETS = {
         "special_tokens": True,
         "prefill": "'' (prompt ends at the anchor '<start_of_turn>model\\n')",
         "confirmed": "vllm-project/vllm examples/tool_chat_template_gemma3_pythonic.jinja (the whole answer is '[func_name1(...), func_name2(...)]') and examples/tool_chat_template_gemma3_pythonic_both.jinja (text, a blank line, then the calls at the end).",
-        "notes": "Needs transformers 5.24 (python-call-list). The stock Gemma 3 template has no tool calling, so only the chat template can select this preset (no model type or repo family). The call list opens at the start of the answer or after a blank line when '[' is followed by a name: text with such a line is read as calls.",
+        "notes": "Needs transformers 5.24 (python-call-list). The stock Gemma 3 template has no tool calling, so only the chat template can select this preset (no model type or repo family). The call list opens at the start of the answer or after a blank line when '[' is followed by a name: text with such a line is read as calls. respc check against google/gemma-3-27b-it's chat template has known findings (known_findings): vLLM's Gemma 3 pythonic template writes no comma between arguments (a Jinja scoping bug: 'first' is reset in every loop turn).",
+        "known_findings": [
+            {
+                "model": "google/gemma-3-27b-it",
+                "probes": "*",
+                "field": "message",
+                "cause": "inexpressible",
+                "why": "vLLM's Gemma 3 pythonic template writes no comma between arguments (a Jinja scoping bug: 'first' is reset in every loop turn)",
+            }
+        ],
     },
     "gemma4": {
         "families": "Google Gemma 4",
@@ -135,7 +149,16 @@ PRESETS = {
         "special_tokens": True,
         "prefill": "'' (thinking on; prompt ends at '<|turn>model\\n'); '<|channel>thought\\n<channel|>' when thinking is off; after a tool response the prompt ends with '<tool_response|>' (second start anchor)",
         "confirmed": "Equals transformers 5.23.0 transformers/cli/serving/utils.py _RESPONSE_TEMPLATE_FALLBACKS, entry ('gemma4',) (compared with ==).",
-        "notes": "Exactly the serving fallback. <|\"|> string delimiters and channel/turn markers are special tokens. Quirk Q17: tool names are \\w+, so a hyphenated name breaks the call. Quirk Q13: unquoted_keys only quotes keys directly after '{' or ','; text inside <|\"|> strings is protected.",
+        "notes": "Exactly the serving fallback. <|\"|> string delimiters and channel/turn markers are special tokens. Quirk Q17: tool names are \\w+, so a hyphenated name breaks the call. Quirk Q13: unquoted_keys only quotes keys directly after '{' or ','; text inside <|\"|> strings is protected. respc check against google/gemma-4-31B-it's chat template has known findings (known_findings): the chat template writes a null argument as Python's None, which the json dialect cannot read.",
+        "known_findings": [
+            {
+                "model": "google/gemma-4-31B-it",
+                "probes": "args_*",
+                "field": "message",
+                "cause": "inexpressible",
+                "why": "the chat template writes a null argument as Python's None, which the json dialect cannot read",
+            }
+        ],
     },
     "glm4_5": {
         "families": "Zhipu GLM-4.5, GLM-4.5-Air, GLM-4.6",
@@ -154,6 +177,7 @@ PRESETS = {
         "prefill": "'' (thinking on; the model writes '\\n<think>'); '\\n<think></think>' with enable_thinking=False",
         "confirmed": "vllm-project/vllm rust/src/parser/src/tool/glm_xml/mod.rs (Separator::Newline for GLM-4.5/4.6) and vllm/tool_parsers/glm4_moe_tool_parser.py; chat templates ggml-org/llama.cpp models/templates/glm_4_5.jinja and models/templates/GLM-4.6.jinja (generation prompt '<|assistant|>' + optional '\\n<think></think>', calls '<tool_call>NAME\\n<arg_key>K</arg_key>\\n<arg_value>V</arg_value>\\n</tool_call>', strings raw, other values tojson).",
         "notes": "xml-inline over <arg_key>/<arg_value> pairs with a text value_parser and strip false: values are the raw text between the tags (strings keep significant whitespace, as in vLLM; numbers/objects stay JSON text — pass tools= to cast them). The name is the first run of non-space, non-'<' characters after <tool_call>, so the 4.7 no-newline form also parses. Reasoning open is \\s*<think> to absorb the newline the model writes first. <|user|>/<|observation|>/<|endoftext|> (special stop tokens) close content; <tool_call>/<arg_key> are not special (vLLM comment), special-ness of <think> not verified.",
+        "known_findings": [],
     },
     "glm4_7": {
         "families": "Zhipu GLM-4.7, GLM-4.7-Flash, GLM-5.x",
@@ -172,6 +196,7 @@ PRESETS = {
         "prefill": "'<think>' (thinking on) or '</think>' (thinking off) right after '<|assistant|>'",
         "confirmed": "vllm-project/vllm rust/src/parser/src/tool/glm_xml/glm47_moe.rs (Separator::Flexible: name may be followed directly by <arg_key>) and glm_xml/mod.rs; sgl-project/sglang python/sglang/srt/function_call/glm47_moe_detector.py (Glm47MoeDetector, 'GLM-4.7 and GLM-5'); llama.cpp's GLM-4.7-Flash renderer common_chat_glm_4_7_flash_render, which its test checks byte-for-byte against models/templates/GLM-4.7-Flash.jinja (generation prompt '<|assistant|><think>' / '<|assistant|></think>', calls without newlines).",
         "notes": "Same fields as glm4_5; start_anchor is ['<|assistant|></think>', '<|assistant|>'] so the non-thinking prefill '</think>' is skipped and '<think>' is left to open reasoning. Quirk Q1: text between tool calls is not accumulated — the implicit content keeps only the last segment (fixture case). GLM-4.7-Flash / GLM-5.x config model_types were not verified (GLM-4.7 is glm4_moe).",
+        "known_findings": [],
     },
     "gpt_oss": {
         "families": "OpenAI gpt-oss (harmony format)",
@@ -185,7 +210,23 @@ PRESETS = {
         "special_tokens": True,
         "prefill": "'' (prompt ends at the anchor '<|start|>assistant')",
         "confirmed": "Equals transformers' upstream test template gpt_oss_template (tests/utils/test_chat_parsing.py, verbatim in tests/fixtures/templates/gpt_oss.json) with 'thinking' renamed to 'reasoning_content'. The stop tokens <|return|> and <|call|> also end the final channel and a call (not in the upstream test template), so a generation that keeps them parses alike.",
-        "notes": "Equal to the upstream test template except the field name. All harmony markers are special tokens. Stop tokens: <|return|> (after final) and <|call|> (after a call) close the region they end, whether a server strips them or not.",
+        "notes": "Equal to the upstream test template except the field name. All harmony markers are special tokens. Stop tokens: <|return|> (after final) and <|call|> (after a call) close the region they end, whether a server strips them or not. respc check against openai/gpt-oss-120b's chat template has known findings (known_findings): the chat template writes a call with the recipient in the role ('<|start|>assistant to=functions.NAME<|channel|>commentary json<|message|>'); the chat template writes the content of a turn with tool calls in the analysis channel, which reads back as reasoning_content: no response template can tell them apart.",
+        "known_findings": [
+            {
+                "model": "openai/gpt-oss-120b",
+                "probes": "*",
+                "field": "tool_calls",
+                "cause": "unparsed",
+                "why": "the chat template writes a call with the recipient in the role ('<|start|>assistant to=functions.NAME<|channel|>commentary json<|message|>'); the preset, equal to transformers' upstream template, opens calls on the recipient in the channel ('<|channel|>commentary to=functions.NAME'), the form the model emits",
+            },
+            {
+                "model": "openai/gpt-oss-120b",
+                "probes": "content_and_call",
+                "field": "*",
+                "cause": "wrong-field",
+                "why": "the chat template writes the content of a turn with tool calls in the analysis channel, which reads back as reasoning_content: no response template can tell them apart",
+            },
+        ],
     },
     "granite3": {
         "families": "IBM Granite 3.0 / 3.1 / 3.2 / 3.3 Instruct (<|tool_call|> + JSON array; Granite 3.3 <think>/<response> reasoning)",
@@ -206,6 +247,7 @@ PRESETS = {
         "prefill": "",
         "confirmed": "vllm-project/vllm vllm/tool_parsers/granite_tool_parser.py ('<|tool_call|>' for 3.0, the string '<tool_call>' for 3.1, then a JSON array of {name, arguments}); ggml-org/llama.cpp common_chat_params_init_granite (chat-template/parser: optional <think>…</think> and <response>…</response>, '<|tool_call|>' + JSON list, generation prompt '<|start_of_role|>assistant<|end_of_role|>')",
         "notes": "The call array runs from '<|tool_call|>' (or '<tool_call>') to <|end_of_text|> or the end of the stream. <response>/</response> wrappers are dropped by closing the implicit content on them. Not covered: Granite 3.2's plain-phrase reasoning ('Here is my thought process:' / 'Here is my response:', vLLM's granite reasoning parser) - expressible, but as ordinary English it would misfire on normal answers, so it is left out. vLLM also accepts a bare '[' array when <|tool_call|> was skipped by decoding; this preset needs the token (decode with special tokens). Model-type overlap: Granite 4.0 micro is model_type 'granite' too (use granite4 by repository id).",
+        "known_findings": [],
     },
     "granite4": {
         "families": "IBM Granite 4.0 (H-Micro/Tiny/Small, Micro): <tool_call>{json}</tool_call> per call",
@@ -225,6 +267,7 @@ PRESETS = {
         "prefill": "",
         "confirmed": 'vllm-project/vllm rust/src/parser/src/tool/json/granite4.rs (repeated <tool_call>{"name", "arguments"}</tool_call> blocks with content interleaved; arguments object or JSON-encoded string)',
         "notes": "Anchor '<|start_of_role|>assistant<|end_of_role|>'; content closed by <|end_of_text|>. The call object is passed through as the 'function' value (hermes shape, like transformers' qwen2 serving fallback). Limitation: when Granite 4 writes 'arguments' as a JSON-encoded string, the string is returned as is (vLLM decodes it); a transform cannot parse a string. Oracle quirk Q1: text both before and after calls keeps only the last segment.",
+        "known_findings": [],
     },
     "hunyuan": {
         "families": "Tencent Hunyuan-A13B Instruct (<think>/<answer> blocks, <tool_calls>[…]</tool_calls>, '助手：' reply marker)",
@@ -239,6 +282,7 @@ PRESETS = {
         "prefill": "",
         "confirmed": "vllm-project/vllm rust/src/parser/src/tool/json/hunyuan_a13b.rs (<tool_calls>[…]</tool_calls>, leading '助手：' stripped, text after the block discarded); vllm/reasoning/hunyuan_a13b_reasoning_parser.py ('<think>\\n…\\n</think>\\n<answer>\\n…\\n</answer>'); vllm-project/vllm examples/tool_chat_template_hunyuan_a13b.jinja (turns end with <|extra_0|>, assistant turns with <|eos|>, enable_thinking=False prefills '<think>\\n\\n</think>\\n')",
         "notes": "Anchor '<|extra_0|>' (end of the user or tool turn; no separate assistant header). <answer>, </answer>, <|eos|> and '助手：' close the implicit content, so the answer wrapper and the reply marker are dropped; a '助手：' in the middle of an answer would split it (the text before it is lost, quirk Q1). Unlike vLLM, text after the tool block is not discarded (it replaces earlier content). Hunyuan HY3/HY4 (arg_key/arg_value calls) are not covered. Prefill: '<think>\\n\\n</think>\\n' only with enable_thinking=False.",
+        "known_findings": [],
     },
     "inkling": {
         "families": "Inkling (TMLv0 message format)",
@@ -257,6 +301,7 @@ PRESETS = {
         "prefill": "'' (prompt ends at the anchor '<|message_model|>')",
         "confirmed": "Equals transformers' upstream test template inkling_template (tests/utils/test_chat_parsing.py, verbatim in tests/fixtures/templates/inkling.json) with 'thinking' renamed to 'reasoning_content'. Call format cross-read in sgl-project/sglang python/sglang/srt/function_call/inkling_detector.py.",
         "notes": "Equal to the upstream test template except the field name. Reasoning and content blocks use repeats + join '' with strip false, so whitespace inside blocks is kept. Control tokens are special. No public checkpoint / model_type was found to list.",
+        "known_findings": [],
     },
     "internlm2": {
         "families": "InternLM2 / InternLM2.5 / InternLM3 chat (<|action_start|><|plugin|> JSON calls)",
@@ -276,7 +321,16 @@ PRESETS = {
         "special_tokens": True,
         "prefill": "",
         "confirmed": "vllm-project/vllm rust/src/parser/src/tool/json/internlm2.rs (<|action_start|><|plugin|>{name, parameters|arguments}<|action_end|>, special tokens preserved, parallel blocks); vllm-project/vllm examples/tool_chat_template_internlm2_tool.jinja (ChatML '<|im_start|>assistant\\n', 'system name=<|plugin|>' tool list, environment role for results)",
-        "notes": "Key 'parameters' (InternLM's own format) is mapped to 'arguments' with a dotted transform; a call written with 'arguments' instead raises (one transform cannot take either key; vLLM accepts both). Code-interpreter actions (<|action_start|><|interpreter|>) are not function calls and stay in content. A literal '<|action_end|>' inside an argument ends the call early.",
+        "notes": "Key 'parameters' (InternLM's own format) is mapped to 'arguments' with a dotted transform; a call written with 'arguments' instead raises (one transform cannot take either key; vLLM accepts both). Code-interpreter actions (<|action_start|><|interpreter|>) are not function calls and stay in content. A literal '<|action_end|>' inside an argument ends the call early. respc check against internlm/internlm2_5-7b-chat's chat template has known findings (known_findings): vLLM's InternLM2 tool template writes 'arguments'.",
+        "known_findings": [
+            {
+                "model": "internlm/internlm2_5-7b-chat",
+                "probes": "*",
+                "field": "message",
+                "cause": "shape",
+                "why": "vLLM's InternLM2 tool template writes 'arguments'; the preset reads InternLM's own key 'parameters' (one transform cannot take either key)",
+            }
+        ],
     },
     "jamba": {
         "families": "AI21 Jamba 1.5 / 1.6 / 1.7 Mini and Large (<tool_calls>[…]</tool_calls>)",
@@ -298,6 +352,7 @@ PRESETS = {
         "prefill": "",
         "confirmed": "vllm-project/vllm vllm/tool_parsers/jamba_tool_parser.py (<tool_calls>(.*?)</tool_calls> JSON array of {name, arguments}, special tokens kept); Jamba chat-template renderings ('<|bom|><|assistant|>' generation prompt, messages ended by <|eom|>)",
         "notes": "Anchor '<|bom|><|assistant|>'; the leading space of the template layout is stripped. Not for AI21 Jamba Reasoning 3B (ChatML + <think>).",
+        "known_findings": [],
     },
     "kimi_k2": {
         "families": "Moonshot Kimi K2 (Instruct, Instruct-0905), K2-Thinking, K2.5",
@@ -321,6 +376,7 @@ PRESETS = {
         "prefill": "'' (K2-Instruct, K2-Thinking: prompt ends '<|im_assistant|>assistant<|im_middle|>'); '<think>' (K2.5 with thinking on)",
         "confirmed": "vllm-project/vllm rust/src/parser/src/tool/kimi_k2.rs (section/call tokens, header 'functions.NAME:IDX' returned as the call id, preserve_special_tokens=true) and vllm/reasoning/kimi_k2_reasoning_parser.py (reasoning may end implicitly at <|tool_calls_section_begin|>); chat templates ggml-org/llama.cpp models/templates/moonshotai-Kimi-K2.jinja and moonshotai-Kimi-K2-Thinking.jinja.",
         "notes": "tool_calls open_pattern captures the whole header as id (functions.NAME:IDX, namespace segments allowed) and the last segment as name; the transform returns {'id', 'type', 'function'}. Reasoning closes on </think> or, zero-width, right before <|tool_calls_section_begin|> (K2-Thinking may start calls without </think>). <|tool_calls_section_end|> and <|im_end|> close the implicit content. Quirk Q29: a JSON string containing the literal '<|tool_call_end|>' ends the call early. K2.5's thinking-off prefill and model_type were not verified. Kimi K3 (XTML) is a different format: see _not_expressible.",
+        "known_findings": [],
     },
     "lfm2": {
         "families": "Liquid LFM2 / LFM2.5 (Instruct, Tool, Thinking, MoE): <|tool_call_start|>[f(a='x')]<|tool_call_end|> then text",
@@ -344,7 +400,16 @@ PRESETS = {
         "special_tokens": True,
         "prefill": "'' (prompt ends at the anchor '<|im_start|>assistant\\n')",
         "confirmed": "vllm-project/vllm rust/src/parser/src/tool/lfm2.rs and vllm/tool_parsers/lfm2_tool_parser.py (a pythonic list between <|tool_call_start|>/<|tool_call_end|>, text outside kept, special tokens preserved); sgl-project/sglang function_call/lfm2_detector.py (parallel calls in one list); llama.cpp common_chat_params_init_lfm2; the LFM2 model card example (calls first, then text).",
-        "notes": "Needs transformers 5.24 (python-call-list). Text before and after the calls is kept, joined by a blank line (content repeats with join). The JSON variant inside the same tokens ('force json schema' in the system prompt) is not parsed by this preset.",
+        "notes": "Needs transformers 5.24 (python-call-list). Text before and after the calls is kept, joined by a blank line (content repeats with join). The JSON variant inside the same tokens ('force json schema' in the system prompt) is not parsed by this preset. respc check against LiquidAI/LFM2.5-230M's chat template has known findings (known_findings): the chat template writes strings between single quotes without escaping a quote inside them.",
+        "known_findings": [
+            {
+                "model": "LiquidAI/LFM2.5-230M",
+                "probes": "args_strings",
+                "field": "message",
+                "cause": "inexpressible",
+                "why": "the chat template writes strings between single quotes without escaping a quote inside them, so such a call cannot be read back",
+            }
+        ],
     },
     "llama3_json": {
         "families": 'Meta Llama 3.1 / 3.2 / 3.3 Instruct JSON tool calls ({"name", "parameters"}, optional <|python_tag|>)',
@@ -375,6 +440,7 @@ PRESETS = {
         "prefill": "",
         "confirmed": "vllm-project/vllm rust/src/parser/src/tool/json/llama.rs (strict: output must start with the call, 'name' then 'parameters', ';' between calls) and vllm/tool_parsers/llama_tool_parser.py (optional <|python_tag|>); vllm-project/vllm examples/tool_chat_template_llama3.1_json.jinja ('Respond in the format {\"name\": function name, \"parameters\": …}', one call per message, generation prompt '<|start_header_id|>assistant<|end_header_id|>\\n\\n')",
         "notes": "Partly expressible: the format has no opener. A call is recognised only at the very start of the completion (regex '^', i.e. the start of the text after the anchor; optional whitespace and <|python_tag|>) and only when the object starts with {\"name\": \"…\", \"parameters\": (optionally after \"type\": \"function\"). Consequences, tested: a call after other text stays content (as in vLLM's strict parser); a JSON answer with other keys stays content; but a JSON answer that itself starts with \"name\" and \"parameters\" is taken as a call. Further calls are recognised after ';' only when a call header follows it, so ';' inside strings is safe. The 'arguments' key variant vLLM's Python parser also accepts is not supported (a transform cannot take either key). Builtin-tool code after <|python_tag|> (brave_search.call(...)) stays content. Needs the prompt (or '') as prefix: '^' is the start of the text after the last anchor. Model type 'llama' is very broad (Llama 2, distills...): prefer repository ids.",
+        "known_findings": [],
     },
     "llama3_pythonic": {
         "families": "Llama 3.2 pythonic tool calls (vLLM's llama3.2 pythonic template), ToolACE-8B",
@@ -395,7 +461,16 @@ PRESETS = {
         "special_tokens": False,
         "prefill": "'' (prompt ends at the anchor '<|start_header_id|>assistant<|end_header_id|>\\n\\n')",
         "confirmed": "vllm-project/vllm examples/tool_chat_template_llama3.2_pythonic.jinja ('respond with a python list of the calls ... [func_name1(params_name1=params_value1, ...)]'), examples/tool_chat_template_toolace.jinja, vllm pythonic tool parser (PYTHONIC_CONFIG: no markers, a list); sgl-project/sglang function_call/pythonic_detector.py ('Llama-3.2 and Llama-4').",
-        "notes": "Needs transformers 5.24 (python-call-list). Same model type as Llama 3.x JSON calls (llama): the chat template (or the repo id, for ToolACE) decides. A whole message that starts with '[' is the call list; text and calls are not mixed.",
+        "notes": "Needs transformers 5.24 (python-call-list). Same model type as Llama 3.x JSON calls (llama): the chat template (or the repo id, for ToolACE) decides. A whole message that starts with '[' is the call list; text and calls are not mixed. respc check against meta-llama/Llama-3.2-3B-Instruct's chat template has known findings (known_findings): vLLM's Llama 3.2 pythonic template writes string arguments without quotes ('%s' format).",
+        "known_findings": [
+            {
+                "model": "meta-llama/Llama-3.2-3B-Instruct",
+                "probes": "*",
+                "field": "message",
+                "cause": "inexpressible",
+                "why": "vLLM's Llama 3.2 pythonic template writes string arguments without quotes ('%s' format), so strings, numbers and booleans look alike",
+            }
+        ],
     },
     "llama4": {
         "families": "Meta Llama 4 Scout / Maverick with pythonic tool calls (bare [f(a=1)] or between <|python_start|>/<|python_end|>)",
@@ -413,7 +488,23 @@ PRESETS = {
         "special_tokens": True,
         "prefill": "'' (prompt ends at the anchor '<|header_start|>assistant<|header_end|>\\n\\n')",
         "confirmed": "Meta's Llama 4 prompt-format page (zero-shot function calling: '[get_weather(city=...), ...]<|eot|>'); vllm-project/vllm rust/src/parser/src/tool/pythonic/mod.rs (LLAMA4_PYTHONIC_CONFIG: optional <|python_start|>/<|python_end|>, a list) and pythonic/llama4.rs (bare list, wrapped list, plain text); vllm examples/tool_chat_template_llama4_pythonic.jinja ('Use exact format: [func_name1(param1=value1, param2=value2), func_name2(...)]', 'NEVER combine text and function calls').",
-        "notes": "Needs transformers 5.24 (python-call-list). A message that starts with '[' is read as a call list: a plain answer starting with '[' fails to parse (the format cannot tell them apart; vLLM falls back to text). The official Llama 4 chat template asks for JSON calls instead; this preset is for the pythonic template and prompt. <|eot|> / <|eom|> end the turn.",
+        "notes": "Needs transformers 5.24 (python-call-list). A message that starts with '[' is read as a call list: a plain answer starting with '[' fails to parse (the format cannot tell them apart; vLLM falls back to text). The official Llama 4 chat template asks for JSON calls instead; this preset is for the pythonic template and prompt. <|eot|> / <|eom|> end the turn. respc check against meta-llama/Llama-4-Scout-17B-16E-Instruct's chat template has known findings (known_findings): vLLM's Llama 4 pythonic template writes the calls bare, without the '[...]' the model is prompted to write; the same template writes string arguments without quotes ('%s' format).",
+        "known_findings": [
+            {
+                "model": "meta-llama/Llama-4-Scout-17B-16E-Instruct",
+                "probes": "*",
+                "field": "content",
+                "cause": "unparsed",
+                "why": "vLLM's Llama 4 pythonic template writes the calls bare, without the '[...]' the model is prompted to write, so they read back as content",
+            },
+            {
+                "model": "meta-llama/Llama-4-Scout-17B-16E-Instruct",
+                "probes": "*",
+                "field": "tool_calls",
+                "cause": "*",
+                "why": "the same template writes string arguments without quotes ('%s' format)",
+            },
+        ],
     },
     "longcat": {
         "families": "Meituan LongCat-Flash Chat / Thinking / Lite (<longcat_tool_call>{json}</longcat_tool_call>, <longcat_think> reasoning)",
@@ -432,6 +523,7 @@ PRESETS = {
         "prefill": "",
         "confirmed": "vllm-project/vllm rust/src/parser/src/tool/json/longcat.rs (repeated <longcat_tool_call>{name, arguments}</longcat_tool_call>); vLLM LongcatReasoningParser (<longcat_think>/</longcat_think>); LongCat chat-template reference (longcatorg.pages.dev/docs/chat-template.html: '[Round N] USER:{q} ASSISTANT:', turns end with </longcat_s>)",
         "notes": "Anchor 'ASSISTANT:' (the last occurrence in the prompt is the generation prompt). special_tokens is false because vLLM's parser works on default decoding; if a tokenizer marks the tags special, decode with special tokens kept. Whether LongCat-Flash-Thinking's template prefills '<longcat_think>' was not confirmed; either way works when the prompt is passed as prefix.",
+        "known_findings": [],
     },
     "minimax_m2": {
         "families": "MiniMax-M2 / M2.1 / M2.5 / M2.7 (XML <minimax:tool_call> with <invoke>/<parameter>, <think> reasoning)",
@@ -451,6 +543,7 @@ PRESETS = {
         "prefill": "<think>\n",
         "confirmed": "vllm-project/vllm rust/src/parser/src/tool/minimax_m2.rs (block/invoke/parameter grammar, raw values, several invokes per block); ggml-org/llama.cpp models/templates/unsloth-MiniMax-M2.jinja (generation prompt ']~b]ai\\n<think>\\n', tool calls rendered as '\\n<minimax:tool_call>\\n<invoke name=\"N\">\\n<parameter name=\"K\">V</parameter>\\n</invoke>\\n</minimax:tool_call>', string values raw, others tojson, turn end '[e~[')",
         "notes": "Anchor ']~b]ai\\n'; the template always prefills '<think>\\n', so pass the prompt as prefix (with prefix='' the reasoning leaks into content). One tool_calls region per <invoke>: the first opens on '<minimax:tool_call>', later ones only right after '</invoke>' (lookbehind), so an <invoke> tag quoted in prose stays content; '</minimax:tool_call>' and '[e~[' are swallowed by the implicit content close (a trailing optional group on the call close would commit early while streaming). Parameter values are returned as (whitespace-stripped) strings, as vLLM does without a schema: pass tools= to cast them. A literal '</invoke>' or '</parameter>' inside a value ends it early (the template renders values unescaped, vLLM has the same limit).",
+        "known_findings": [],
     },
     "mistral_v11": {
         "families": "Mistral tokenizer v11+ '[TOOL_CALLS]name[ARGS]{json}' calls: Mistral Small 3.2 (v11, with [CALL_ID]), Magistral Small/Medium, Ministral 3, Devstral 2, Mistral Small 4 / Medium 3.5 (v13+, [THINK] reasoning)",
@@ -480,6 +573,7 @@ PRESETS = {
         "prefill": "",
         "confirmed": "mistralai/mistral-common src/mistral_common/tokens/tokenizers/instruct.py (InstructTokenizerV11: [TOOL_CALLS] name [CALL_ID] id [ARGS] json per call; V13: no [CALL_ID], [THINK]/[/THINK] think chunks); vllm-project/vllm vllm/tool_parsers/mistral_tool_parser.py (v11 branch: split on [TOOL_CALLS], name before the arguments); mistralai/mistral-common src/mistral_common/integrations/chat_templates/chat_templates.py (generated templates: v11 'name[CALL_ID]id[ARGS]args', v13+ 'name[ARGS]args', [THINK]/[/THINK] thinking chunks) and its v15 test fixture '[TOOL_CALLS]F1[ARGS]{}[TOOL_CALLS]F2[ARGS]{}</s>'; mistral tokenizer tests naming v11 = Mistral-Small-3.2-24B-Instruct-2506, v13 = Ministral-3-8B-Instruct-2512, v15 = Mistral-Small-4-119B-2603",
         "notes": "Decision on v11 [CALL_ID]: no separate preset. The open pattern accepts an optional '[CALL_ID]id' and drops the id, so one preset covers v11 and v13+; a v11-only preset returning the id would have to require [CALL_ID] and would silently turn any id-less call into content (an optional capture cannot be used in a transform), and the id is only an echo of a client-assigned value (clients and vLLM generate their own). Each call ends at the next [TOOL_CALLS], at </s> or at the end of the stream. Reasoning accepts the [THINK]/[/THINK] control tokens and, for Magistral 2506-style system prompts, plain <think>/</think> text tags (so a literal '<think>' in an answer would open reasoning). Anchors '[/INST]' and '[/TOOL_RESULTS]'. Tool names must not contain whitespace or brackets (mistral-common allows [a-zA-Z0-9_-]). Model type 'mistral3' also covers Mistral Small 3.1 (v7, JSON array: use mistral_v3).",
+        "known_findings": [],
     },
     "mistral_v3": {
         "families": "Mistral tokenizer v3/v7 JSON-array tool calls: Mistral 7B Instruct v0.3, Mixtral 8x22B Instruct, Mistral Nemo, Ministral 8B 2410, Mistral Small 2501 / 3.1 (2503), Mistral Large 2411",
@@ -511,6 +605,7 @@ PRESETS = {
         "prefill": "",
         "confirmed": "mistralai/mistral-common src/mistral_common/tokens/tokenizers/instruct.py (InstructTokenizerV2/V3: [TOOL_CALLS] + json.dumps([{name, arguments, id?}]) + </s>); vllm-project/vllm rust/src/parser/src/tool/json/mistral.rs and vllm/tool_parsers/mistral_tool_parser.py (pre-v11 branch); ggml-org/llama.cpp models/templates/mistralai-Mistral-Small-3.1-24B-Instruct-2503.jinja and the Mistral Nemo PEG parser (id = 9 alphanumerics)",
         "notes": "Anchors '[/INST]' and '[/TOOL_RESULTS]' (a turn after tool results has no [INST]). [TOOL_CALLS] is a control token: decode with special tokens kept. The array runs from [TOOL_CALLS] to </s> or the end of the stream, so text after the array breaks the JSON. The per-call 'id' that v3/v7 templates render (9 alphanumerics) is NOT returned: the model may omit it and a transform cannot reference an optional key; vLLM also replaces it with its own id. Model-type overlap: 'mistral' also covers v11+ models (e.g. Devstral Small 2507) and 'mistral3' covers both Small 3.1 (this preset) and Small 3.2 (mistral_v11); prefer the repository id.",
+        "known_findings": [],
     },
     "nemotron": {
         "families": "NVIDIA Llama-3.3-Nemotron-Super-49B v1/v1.5, Llama-3.1-Nemotron-Nano/Ultra, Nemotron Nano 9B/12B v2 (<TOOLCALL>[…]</TOOLCALL> JSON array, <think> reasoning)",
@@ -531,7 +626,16 @@ PRESETS = {
         "special_tokens": True,
         "prefill": "<think>\n",
         "confirmed": "vllm-project/vllm vllm/tool_parsers/nemotron_json_tool_parser.py and nemotron_nano_v2_tool_parser.py (<TOOLCALL>(.*?)</TOOLCALL>, JSON list of {name, arguments}, skip_special_tokens=False); ggml-org/llama.cpp models/templates/nvidia-Llama-3_3-Nemotron-Super-49B-v1_5.jinja (Llama 3 headers, /no_think prefills '<think>\\n\\n</think>\\n\\n') and models/templates/NVIDIA-Nemotron-Nano-v2.jinja ('<SPECIAL_11>Assistant\\n' + '<think>\\n' or '<think></think>', turn end '<SPECIAL_12>')",
-        "notes": "Anchors: '<|start_header_id|>assistant<|end_header_id|>\\n\\n' (Llama-based) and '<SPECIAL_11>Assistant\\n' (Nano v2). Prefill: Nano v2 '<think>\\n' (thinking on) or '<think></think>' (/no_think); Super v1.5 nothing (the model opens <think>) or an empty think block (/no_think). The <TOOLCALL> body must be a JSON array (vLLM also wraps a lone object; transform_each cannot). Not for Nemotron 3 Nano/Super (Qwen3-Coder XML calls) - hence no 'nemotron_h' model type: Nano v2 is model_type nemotron_h too, resolve it by repository id.",
+        "notes": "Anchors: '<|start_header_id|>assistant<|end_header_id|>\\n\\n' (Llama-based) and '<SPECIAL_11>Assistant\\n' (Nano v2). Prefill: Nano v2 '<think>\\n' (thinking on) or '<think></think>' (/no_think); Super v1.5 nothing (the model opens <think>) or an empty think block (/no_think). The <TOOLCALL> body must be a JSON array (vLLM also wraps a lone object; transform_each cannot). Not for Nemotron 3 Nano/Super (Qwen3-Coder XML calls) - hence no 'nemotron_h' model type: Nano v2 is model_type nemotron_h too, resolve it by repository id. respc check against nvidia/NVIDIA-Nemotron-Nano-9B-v2's chat template has known findings (known_findings): the Nano v2 chat template prefills '<think>\\n' but writes an answer after it without '</think>', and a tool call as a separate assistant turn.",
+        "known_findings": [
+            {
+                "model": "nvidia/NVIDIA-Nemotron-Nano-9B-v2",
+                "probes": "*",
+                "field": "*",
+                "cause": "*",
+                "why": "the Nano v2 chat template prefills '<think>\\n' but writes an answer after it without '</think>', and a tool call as a separate assistant turn, so its turns do not read back as the model's output",
+            }
+        ],
     },
     "phi4_mini": {
         "families": "Microsoft Phi-4-mini-instruct function calling ('functools[...]' JSON array)",
@@ -545,7 +649,23 @@ PRESETS = {
         "special_tokens": False,
         "prefill": "",
         "confirmed": 'vllm-project/vllm rust/src/parser/src/tool/json/phi4mini.rs and vllm/tool_parsers/phi4mini_tool_parser.py (functools[ {name, arguments|parameters} , ... ]); vllm-project/vllm examples/tool_chat_template_phi4_mini.jinja ("prefix function calls with functools marker (no closing marker required)", generation prompt <|assistant|>)',
-        "notes": "'functools' opens a call only when directly followed by '[{' (lookahead), so prose about Python's functools module stays content. The array runs to <|end|>/<|endoftext|> or the end of the stream (text after the array breaks the JSON). Only the 'arguments' key is supported: vLLM also accepts 'parameters', but one transform cannot take either key, so such a call raises (KeyError) instead of parsing. Model type 'phi3' is shared with Phi-3/3.5 (no tool calls; harmless, their output is content).",
+        "notes": "'functools' opens a call only when directly followed by '[{' (lookahead), so prose about Python's functools module stays content. The array runs to <|end|>/<|endoftext|> or the end of the stream (text after the array breaks the JSON). Only the 'arguments' key is supported: vLLM also accepts 'parameters', but one transform cannot take either key, so such a call raises (KeyError) instead of parsing. Model type 'phi3' is shared with Phi-3/3.5 (no tool calls; harmless, their output is content). respc check against microsoft/Phi-4-mini-instruct's chat template has known findings (known_findings): vLLM's Phi-4-mini template writes '<|assistant|>' after every conversation (a generation prompt it cannot leave out); the same template writes the arguments as a Python dict ({'city': 'Paris'}) and calls without 'functools[...]'.",
+        "known_findings": [
+            {
+                "model": "microsoft/Phi-4-mini-instruct",
+                "probes": "*",
+                "field": "content",
+                "cause": "*",
+                "why": "vLLM's Phi-4-mini template writes '<|assistant|>' after every conversation (a generation prompt it cannot leave out), so it ends every rendered turn",
+            },
+            {
+                "model": "microsoft/Phi-4-mini-instruct",
+                "probes": "*",
+                "field": "tool_calls",
+                "cause": "inexpressible",
+                "why": "the same template writes the arguments as a Python dict ({'city': 'Paris'}) and calls without 'functools[...]'",
+            },
+        ],
     },
     "qwen3": {
         "families": "Qwen2/Qwen2.5 (incl. VL), Qwen3 hybrid, Qwen3-2507 Instruct/Thinking, Qwen3-Next, Qwen3-VL, QwQ, Hermes 2 Pro / Hermes 3 (Hermes JSON <tool_call>)",
@@ -582,6 +702,7 @@ PRESETS = {
         "prefill": "'' (Qwen2.5, Qwen3 hybrid with thinking on); '<think>\\n\\n</think>\\n\\n' (Qwen3 hybrid, enable_thinking=False); '<think>\\n' (Qwen3-*-Thinking-2507, QwQ)",
         "confirmed": "Equals transformers 5.23.0 transformers/cli/serving/utils.py _RESPONSE_TEMPLATE_FALLBACKS, entry ('qwen2', 'qwen2_moe', 'qwen2_vl', 'qwen2_5_vl', 'qwen3', 'qwen3_moe', 'qwen3_next', 'qwen3_vl', 'qwen3_vl_moe') (compared with == against the imported dict).",
         "notes": "Exactly the serving fallback. <think>/<tool_call> are non-special added tokens; <|im_end|> is special but only closes content. Hermes models use model_type llama (not listed: llama has other formats); Hermes 2 Pro puts 'arguments' before 'name', which the json content parser does not care about. Qwen3-Coder checkpoints report model_type qwen3_moe but emit the XML format: use the qwen3_5 preset for them (choose by repo, not by model_type).",
+        "known_findings": [],
     },
     "qwen3_5": {
         "families": "Qwen3-Coder, Qwen3.5, Qwen3.6, NVIDIA Nemotron 3 (Nano/Super) — XML <tool_call><function=NAME><parameter=KEY>",
@@ -607,6 +728,7 @@ PRESETS = {
         "prefill": "'<think>\\n' (thinking on) or '<think>\\n\\n</think>\\n\\n' (thinking off) for Qwen3.5/3.6; '' for Qwen3-Coder (no reasoning)",
         "confirmed": "Equals transformers 5.23.0 transformers/cli/serving/utils.py _RESPONSE_TEMPLATE_FALLBACKS, entry ('qwen3_5', 'qwen3_5_text', 'qwen3_5_moe', 'qwen3_5_moe_text') (compared with ==). Call format cross-read in vllm-project/vllm rust/src/parser/src/tool/qwen_coder.rs.",
         "notes": "Exactly the serving fallback. Parameter values come out as strings (no value_parser; surrounding whitespace stripped); pass tools= to cast them from the schema (vLLM also types them from the schema). A parameter-less call gives arguments {}. Qwen3-Coder configs say qwen3_moe and Nemotron 3 configs use their own model_type (not verified), so neither is reached by model_type through this preset's list: select by repo.",
+        "known_findings": [],
     },
     "seed_oss": {
         "families": "ByteDance Seed-OSS-36B (<seed:think> reasoning, <seed:tool_call> with Qwen3-Coder-style <function=…>/<parameter=…>)",
@@ -620,7 +742,16 @@ PRESETS = {
         "special_tokens": False,
         "prefill": "",
         "confirmed": "vllm-project/vllm rust/src/parser/src/tool/seed_oss.rs (Qwen3-Coder grammar inside <seed:tool_call>…</seed:tool_call>, added non-special tokens); ggml-org/llama.cpp models/templates/ByteDance-Seed-OSS.jinja (generation prompt '<seed:bos>assistant\\n', eos <seed:eos>, calls rendered '\\n<seed:tool_call>\\n<function=N>\\n<parameter=K>V</parameter>\\n</function>\\n</seed:tool_call>', thinking_budget 0 prefills '<seed:think><seed:cot_budget_reflect>')",
-        "notes": "One <seed:tool_call> block per call (name captured from <function=…>, '>' and newline excluded from names). Values are whitespace-stripped strings (the template renders non-strings with Jinja's |string, i.e. Python reprs): pass tools= to cast. With thinking_budget=0 the prompt prefills '<seed:think><seed:cot_budget_reflect>' and the budget-reflect markers stay inside reasoning_content; budget reflections inside normal reasoning also stay in reasoning_content. A literal '</seed:tool_call>' or '</parameter>' inside a value ends it early.",
+        "notes": "One <seed:tool_call> block per call (name captured from <function=…>, '>' and newline excluded from names). Values are whitespace-stripped strings (the template renders non-strings with Jinja's |string, i.e. Python reprs): pass tools= to cast. With thinking_budget=0 the prompt prefills '<seed:think><seed:cot_budget_reflect>' and the budget-reflect markers stay inside reasoning_content; budget reflections inside normal reasoning also stay in reasoning_content. A literal '</seed:tool_call>' or '</parameter>' inside a value ends it early. respc check against ByteDance-Seed/Seed-OSS-36B-Instruct's chat template has known findings (known_findings): the chat template writes object and array arguments as Python literals (Jinja's |string), which no content parser reads back.",
+        "known_findings": [
+            {
+                "model": "ByteDance-Seed/Seed-OSS-36B-Instruct",
+                "probes": "args_nested",
+                "field": "tool_calls*",
+                "cause": "inexpressible",
+                "why": "the chat template writes object and array arguments as Python literals (Jinja's |string), which no content parser reads back",
+            }
+        ],
     },
     "smollm3": {
         "families": "SmolLM3",
@@ -643,6 +774,7 @@ PRESETS = {
         "prefill": "'' with /think (prompt ends at the anchor '<|im_start|>assistant\\n'); '<think>\\n\\n</think>\\n' with /no_think",
         "confirmed": "Equals transformers' upstream test template smollm_template (huggingface/transformers tests/utils/test_chat_parsing.py, copied verbatim in tests/fixtures/templates/smollm.json; also the SmolLM3 example in docs/source/en/chat_response_parsing.md) with 'thinking' renamed to 'reasoning_content'.",
         "notes": "Equal to the upstream test template except the field name. Implicit content closed by <|im_end|>. Quirk Q1: a newline between two <tool_call> blocks opens an empty implicit region that overwrites earlier content (kept as a fixture case). special_tokens set conservatively: <|im_end|> is special; whether <think>/<tool_call> are special in the SmolLM3 tokenizer was not verified, and keeping special tokens is always safe for this preset.",
+        "known_findings": [],
     },
     "step3": {
         "families": "StepFun Step3 (<think> reasoning prefilled; <｜tool_calls_begin｜> … StepTML <steptml:invoke>/<steptml:parameter> calls)",
@@ -657,6 +789,7 @@ PRESETS = {
         "prefill": "<think>\n",
         "confirmed": "vllm-project/vllm rust/src/parser/src/tool/step3.rs (<｜tool_calls_begin｜>, <｜tool_call_begin｜>[function<｜tool_sep｜>]<steptml:invoke name=\"N\">…</steptml:invoke><｜tool_call_end｜>, optional <｜tool_sep｜> between calls, special tokens preserved); sgl-project/sglang python/sglang/srt/function_call/step3_detector.py (same layout, newline-separated calls); vllm-project/vllm offline examples (step3 prompt ends '<|BOT|>assistant\\n<think>\\n')",
         "notes": "Delimiters use U+FF5C '｜'. One tool_calls region per <｜tool_call_begin｜>…<｜tool_call_end｜>; '<｜tool_calls_end｜>' is swallowed by the implicit content close. Values are whitespace-stripped strings: pass tools= to cast. The model_type of the remote-code config is assumed ('step3_vl'); Step 3.5/3.7 use other formats and are not covered.",
+        "known_findings": [],
     },
 }
 

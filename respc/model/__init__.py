@@ -53,7 +53,8 @@ class ModelParser:
     path: Path
     module: types.ModuleType  # the generated module: TEMPLATE, parse_response, ResponseParser
     tokenizer: TokenDecoder
-    origin: str  # "tokenizer_config.json" or "preset <name>"
+    origin: str  # "tokenizer_config.json", "preset <name>" or "inferred from <chat template file>"
+    evidence: tuple[str, ...] = ()  # for an inferred template: what it was read from, and its warnings
 
     @property
     def response_template(self) -> Any:
@@ -80,13 +81,16 @@ def for_model(
     cache: str | os.PathLike | None = None,
     target: str | None = None,
     preset: str | None = None,
+    infer: bool = False,
 ) -> ModelParser:
     """The parser for the model directory `path`, bound to its tokenizer.json.
 
     The parser is the shipped preset named `preset` when given (it replaces detection, the directory's
     own `response_template` included: use it to settle a `respc.AmbiguousPreset` or a model no preset
     is detected for), else the directory's own `response_template`, else the preset `respc.detect`
-    finds (chat template, repository id, `model_type`).
+    finds (chat template, repository id, `model_type`), else, with `infer=True`, the template
+    `respc infer` derives from the chat template (needs the authoring extra; `origin` and `evidence`
+    say so; a refusal raises `ResponseTemplateNotFound` with its reason).
     `cache` overrides the compiled-module cache directory (see `cache_dir`); `target` is the
     transformers release to parse as (default: the newest supported).
     """
@@ -99,9 +103,34 @@ def for_model(
 
             raise InputError(f"{path}: not a model directory")
         return ModelParser(path, load_preset(preset, target), load_tokenizer(path), f"preset {preset}")
-    template, module = model_template(path)
+    try:
+        template, module = model_template(path)
+    except ResponseTemplateNotFound as error:
+        if not infer:
+            raise
+        return _inferred(path, str(error), cache=cache, target=target)
     if module is not None:
         name = module.__name__.rpartition(".")[2]
         return ModelParser(path, load_preset(name, target), load_tokenizer(path), f"preset {name}")
     module = compile_template(template, target=target, cache=cache_dir() if cache is None else cache)
     return ModelParser(path, module, load_tokenizer(path), "tokenizer_config.json")
+
+
+def _inferred(path: Path, not_found: str, *, cache: Any, target: str | None) -> ModelParser:
+    """`for_model`'s last step: the response template inferred from the model's chat template."""
+    from respc.authoring import NoChatTemplate, infer, load_chat_template
+
+    try:
+        chat_template = load_chat_template(path)
+    except NoChatTemplate:
+        raise ResponseTemplateNotFound(
+            f"{not_found}; and there is no chat template to infer one from"
+        ) from None
+    result = infer(chat_template, target=target)
+    if result.template is None:
+        nearest = f" (nearest preset: {result.nearest})" if result.nearest else ""
+        raise ResponseTemplateNotFound(f"{not_found}; and inference refused: {result.refused}{nearest}")
+    module = compile_template(result.template, target=target, cache=cache_dir() if cache is None else cache)
+    where = Path(chat_template.where).name
+    evidence = (*result.evidence, *(f"warning: {w}" for w in result.warnings))
+    return ModelParser(path, module, load_tokenizer(path), f"inferred from {where} (respc infer)", evidence)

@@ -107,7 +107,16 @@ ALLOWED = {
     "respc.compiler": ("respc.runtime", "respc.spec", *SHARED),
     "respc.serving": ("respc.runtime", "respc.spec", *SHARED),
     "respc.registry": ("respc.runtime", "respc.generated", "respc._compile", *SHARED),
-    "respc.model": ("respc.runtime", "respc.spec", "respc.registry", "respc._compile", *SHARED),
+    "respc.authoring": ("respc.runtime", "respc.spec", "respc.registry", "respc._compile", *SHARED),
+    # for_model(..., infer=True) infers through respc.authoring, imported only then
+    "respc.model": (
+        "respc.runtime",
+        "respc.spec",
+        "respc.registry",
+        "respc._compile",
+        "respc.authoring",
+        *SHARED,
+    ),
     "respc.batch": (
         "respc.runtime",
         "respc.spec",

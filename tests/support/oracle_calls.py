@@ -60,3 +60,25 @@ def tokenizer_stream_prefixes(tokenizer_json: str, template: Any, prefixes: list
 def batch_decode(tokenizer_json: str, sequences: Any) -> Any:
     """`tokenizer.batch_decode(sequences)` (5.24 answers an empty batch with [])."""
     return _tokenizer(tokenizer_json, None).batch_decode(sequences)
+
+
+def render_chat(model_dir: str, cases: list[dict]) -> list[tuple]:
+    """`tokenizer.apply_chat_template(tokenize=False, **case)` for each case, on the tokenizer saved in
+    `model_dir`: ("ok", text) or ("raise", exception name, message)."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    out = []
+    for case in cases:
+        try:
+            out.append(("ok", tokenizer.apply_chat_template(tokenize=False, **case)))
+        except Exception as error:
+            out.append(("raise", type(error).__name__, str(error)))
+    return out
+
+
+def special_tokens_map(model_dir: str) -> dict:
+    """`tokenizer.special_tokens_map` of the tokenizer saved in `model_dir`."""
+    from transformers import AutoTokenizer
+
+    return dict(AutoTokenizer.from_pretrained(model_dir).special_tokens_map)

@@ -52,7 +52,7 @@ CONTENT_CLOSE = "<|end|>"
 TOOL_CALLS_OPEN_RE = LazyRegex(
     r"<\|channel\|>commentary to=functions\.(?P<name>\w+).*?<\|message\|>",
     stems=("<|channel|>commentary to=functions.",),
-    tail=("<\\|channel\\|>commentary to=functions\\.(?P<name>\\w+)", "<|message|>"),
+    tail=("<\\|channel\\|>commentary to=functions\\.(?P<name>\\w+)", "<|message|>", "", 0),
 )
 TOOL_CALLS_OPEN_PREFIX = "<|channel|>commentary to=functions."  # every match starts with this
 TOOL_CALLS_CLOSE = "<|call|>"

@@ -56,7 +56,10 @@ TOOL_CALLS_OPEN_RE = LazyRegex(r"<tool_call>\s*<function=(?P<name>[^>\n]+)>")
 # The whole pattern: a held partial match grows with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
 TOOL_CALLS_OPEN_WHOLE = LazyRegex(
-    r"\s*<tool_call>\s*<function=(?P<name>[^>\n]+)>", stems=("<tool_call>",), lead=RUN_WHITESPACE
+    r"\s*<tool_call>\s*<function=(?P<name>[^>\n]+)>",
+    stems=("<tool_call>",),
+    lead=RUN_WHITESPACE,
+    tail=("\\s*<tool_call>\\s*<function=", ">", "\n>", 1),
 )
 TOOL_CALLS_OPEN_PREFIX = "<tool_call>"  # every match of the rest starts with this
 TOOL_CALLS_CLOSE_RE = LazyRegex(r"</function>\s*</tool_call>", stems=("</function>",))

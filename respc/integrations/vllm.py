@@ -249,6 +249,7 @@ class RespcParser(Parser):
         self._prompt_ids: list[int] | None = None
         self._prefix = ""
         self._stream: _Stream | None = None
+        self._counter: _ReasoningCounter | None = None
 
     # -- what vLLM calls -------------------------------------------------------------------------------
 
@@ -330,18 +331,12 @@ class RespcParser(Parser):
         if self._reasoning_parser is None or not self.served.reasoning_fields:
             return 0
         stream = self._stream
-        if stream is not None and stream.tokens == len(token_ids):
+        if stream is not None and stream.exact and stream.tokens == len(token_ids):
             return stream.reasoning_tokens
-        from respc.runtime.tokenizer import as_decoder
-
-        ids = as_decoder(self.model_tokenizer).stream()
-        parser = self.served.module().ResponseParser(self._prefix, errors="keep")
-        fields, count = self.served.reasoning_fields, 0
-        for token in token_ids:
-            before = parser.current_field
-            parser.feed(ids.step([token]))
-            count += before in fields and parser.current_field in fields
-        return count
+        counter = self._counter
+        if counter is None or counter.tokens > len(token_ids):
+            counter = self._counter = _ReasoningCounter(self)
+        return counter.count(token_ids)
 
     # -- helpers ---------------------------------------------------------------------------------------
 
@@ -371,6 +366,29 @@ class RespcParser(Parser):
         return call_id
 
 
+class _ReasoningCounter:
+    """Counts reasoning tokens one token at a time, on its own parser, for the calls a stream cannot answer
+    (a whole message, or deltas of several tokens: speculative decoding). vLLM passes the growing list of
+    generated ids, so each call feeds only the new ones."""
+
+    def __init__(self, owner: RespcParser) -> None:
+        from respc.runtime.tokenizer import as_decoder
+
+        self.ids = as_decoder(owner.model_tokenizer).stream()
+        self.parser = owner.served.module().ResponseParser(owner._prefix, errors="keep")
+        self.fields = owner.served.reasoning_fields
+        self.tokens = 0
+        self.reasoning = 0
+
+    def count(self, token_ids: Sequence[int]) -> int:
+        for token in token_ids[self.tokens :]:
+            before = self.parser.current_field
+            self.parser.feed(self.ids.step([token]))
+            self.reasoning += before in self.fields and self.parser.current_field in self.fields
+        self.tokens = len(token_ids)
+        return self.reasoning
+
+
 _PENDING = "\0respc-call-"  # DeltaStream's ids for calls the template gives none, named in _Stream
 
 
@@ -388,14 +406,16 @@ class _Stream:
         self.held: dict[int, list[str]] = {}  # calls whose arguments are a JSON string, until it completes
         self.plain: set[int] = set()  # calls whose arguments are sent as they come
         self.tokens = 0
-        self.reasoning_tokens = 0
+        self.reasoning_tokens = 0  # tokens fed while a reasoning region stayed open
+        self.exact = True  # one token per delta: each token's field is known
 
     def feed(self, text: str, tokens: int, *, finished: bool) -> DeltaMessage | None:
         before = self.parser.current_field
         deltas = self._feed(text, finished)
+        after = self.parser.current_field
         self.tokens += tokens
-        if before in self.fields and self.parser.current_field in self.fields:
-            self.reasoning_tokens += tokens
+        self.reasoning_tokens += tokens if before in self.fields and after in self.fields else 0
+        self.exact = self.exact and tokens <= 1
         return self._message(deltas)
 
     def _feed(self, text: str, finished: bool) -> list[dict]:

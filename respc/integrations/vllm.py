@@ -173,6 +173,21 @@ class RespcReasoningParser(ReasoningParser):
         ]
         return ids if ids and all(ids) else None
 
+    @property
+    def reasoning_start_str(self) -> str | None:
+        return self._literal("open")
+
+    @property
+    def reasoning_end_str(self) -> str | None:
+        return self._literal("close")
+
+    def _literal(self, key: str) -> str | None:
+        """The first reasoning field's literal delimiter, which vLLM reads for its reasoning token ids."""
+        fields = self.served.reasoning_fields
+        value = self.served.template["fields"][fields[0]].get(key) if fields else None
+        value = value[0] if isinstance(value, list) and value else value
+        return value if isinstance(value, str) else None
+
     def is_reasoning_end(self, input_ids: Sequence[int]) -> bool:
         text = _decode(self.model_tokenizer, input_ids)
         return _reasoning_over(self.served, text, thinking_disabled=self._thinking_disabled)

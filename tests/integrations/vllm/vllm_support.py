@@ -179,3 +179,101 @@ def same_arguments(text: str, expected: Any) -> bool:
 def reasoning_of(message: dict) -> str | None:
     values = [message[f] for f in REASONING_FIELDS if isinstance(message.get(f), str)]
     return "".join(values) if values else None
+
+
+CHATML = (
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def tiny_model(directory: Path, texts: list[str], template: dict) -> Path:
+    """A random-weight Llama small enough for CPU (hidden 64, 2 layers, head size 32, the least vLLM's CPU
+    attention takes), with a tokenizer trained on `texts` and `template` as its response_template."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    tokenizer = train_tokenizer(texts, [*special_tokens(template), "<|im_start|>", "<|im_end|>"])
+    write_model_dir(directory, tokenizer, response_template=template, chat_template=CHATML, eos="<|im_end|>")
+    config = LlamaConfig(
+        vocab_size=tokenizer.get_vocab_size(),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=1024,
+        eos_token_id=tokenizer.token_to_id("<|im_end|>"),
+        bos_token_id=None,
+        tie_word_embeddings=True,
+    )
+    torch.manual_seed(0)
+    LlamaForCausalLM(config).to(torch.float32).save_pretrained(directory)
+    return directory
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Server:
+    """A vLLM command (`serve`, `launch render`) on a loopback port, started and always stopped here."""
+
+    def __init__(self, args: list[str], log: Path, *, timeout: float = 420.0) -> None:
+        import os
+        import subprocess
+        import sys
+
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = log
+        cli = Path(__file__).with_name("vllm_cli.py")
+        env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_LOGGING_LEVEL": "INFO"}
+        command = [sys.executable, str(cli), *args, "--host", "127.0.0.1", "--port", str(self.port)]
+        self.process = subprocess.Popen(
+            command, stdout=log.open("w"), stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+        self.timeout = timeout
+
+    def __enter__(self) -> Server:
+        import time
+        import urllib.request
+
+        deadline = time.monotonic() + self.timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                self.stop()
+                raise RuntimeError(f"the server exited: {self.log.read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/health", timeout=2) as reply:
+                    if reply.status == 200:
+                        return self
+            except OSError:
+                time.sleep(1)
+        self.stop()
+        raise TimeoutError(f"the server did not start: {self.log.read_text()[-3000:]}")
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        import os
+        import signal
+        import subprocess
+
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+
+
+def regex_literal(text: str) -> str:
+    """`text` as a regular expression matching only itself, in the syntax structured outputs take."""
+    return "".join("\\" + c if c in "\\.^$*+?{}[]|()/" else "\\n" if c == "\n" else c for c in text)

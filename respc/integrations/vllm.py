@@ -482,16 +482,14 @@ class _Stream:
             else:
                 for entry in delta["tool_calls"]:
                     self._call(entry, calls)
-        fields: dict[str, Any] = {}
+        fields: dict[str, Any] = {}  # only what the delta has, as vLLM's own parsers build them
         if content:
             fields["content"] = "".join(content)
         if reasoning:
             fields["reasoning"] = "".join(reasoning)
         if calls:
             fields["tool_calls"] = calls
-        # model_construct: the values already have the declared types, and validating them is most of what
-        # a delta would cost; only the fields set here are serialized (vLLM dumps with exclude_unset).
-        return DeltaMessage.model_construct(**fields) if fields else None
+        return DeltaMessage(**fields) if fields else None
 
     def _call(self, entry: dict, calls: list[DeltaToolCall]) -> None:
         index, function = entry["index"], entry["function"]
@@ -499,10 +497,8 @@ class _Stream:
             call_id = entry["id"]
             if call_id.startswith(_PENDING):
                 call_id = self.new_id(function["name"])
-            header = DeltaFunctionCall.model_construct(name=function["name"], arguments="")
-            calls.append(
-                DeltaToolCall.model_construct(index=index, id=call_id, type="function", function=header)
-            )
+            header = DeltaFunctionCall(name=function["name"], arguments="")
+            calls.append(DeltaToolCall(index=index, id=call_id, type="function", function=header))
             return
         arguments = self._arguments(index, function["arguments"])
         if not arguments:
@@ -510,8 +506,7 @@ class _Stream:
         if calls and calls[-1].index == index:
             calls[-1].function.arguments += arguments
         else:
-            fragment = DeltaFunctionCall.model_construct(arguments=arguments)
-            calls.append(DeltaToolCall.model_construct(index=index, function=fragment))
+            calls.append(DeltaToolCall(index=index, function=DeltaFunctionCall(arguments=arguments)))
 
     def _arguments(self, index: int, text: str) -> str:
         """Argument fragments as sent, except a JSON string, held whole and sent as its text."""

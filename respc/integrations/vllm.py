@@ -97,7 +97,11 @@ def parser_class(*, tools: bool, reasoning: bool, other: set, tokenizer: Any) ->
         return None  # --tool-call-parser respc without --enable-auto-tool-choice: vLLM parses nothing
     if tokenizer is not None:
         served = _served(tokenizer)
-        served.module(reasoning=reasoning, tools=False)  # compiled now: a request without tools needs it
+        for with_tools in {
+            tools,
+            False,
+        }:  # compiled now, not in a request: with and without the request's tools
+            served.module(reasoning=reasoning, tools=with_tools)
         logger.info("respc: serving %s (transformers %s)", served.origin, served.target)
     return type(
         "RespcParser",

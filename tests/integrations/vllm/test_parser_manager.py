@@ -16,11 +16,8 @@ from typing import Any
 
 import pytest
 from tokenizers import Tokenizer
-
-pytest.importorskip("vllm.parser.parser_manager", reason="vLLM is not installed here")
-
-from conftest import HF_RESULTS
 from vllm_support import (
+    HF_RESULTS,
     PRESETS,
     REASONING_FIELDS,
     cases,
@@ -38,6 +35,8 @@ from vllm_support import (
 
 import respc
 from respc.integrations.template import TARGET_ENV, TEMPLATE_ENV
+
+pytest.importorskip("vllm.parser.parser_manager", reason="vLLM is not installed here")
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -10,12 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-pytest.importorskip("vllm.parser.parser_manager", reason="vLLM is not installed here")
-
 from serving_case import ANSWER, PROMPT, QUESTION, TOOLS, build, check_message
 from tokenizers import Tokenizer
 from vllm_support import Server
+
+pytest.importorskip("vllm.parser.parser_manager", reason="vLLM is not installed here")
 
 CHAT = {"model": "tiny", "messages": [{"role": "user", "content": QUESTION}], "tools": TOOLS}
 

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
-pytest.importorskip("vllm.parser.parser_manager", reason="vLLM is not installed here")
-
 import openai
+import pytest
 from serving_case import ANSWER, QUESTION, TOOLS, build, check_message
 from vllm_support import Server, regex_literal
+
+pytest.importorskip("vllm.parser.parser_manager", reason="vLLM is not installed here")
 
 FORCED = {"structured_outputs": {"regex": regex_literal(ANSWER)}}
 

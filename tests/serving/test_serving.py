@@ -3,6 +3,7 @@ tries, checked against the parser's own events and final message; plus each docu
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 from typing import Any
@@ -482,3 +483,22 @@ def test_a_call_whose_arguments_wait_for_its_region_holds_back_the_next() -> Non
         (2, {"arguments": "{}"}),
     ]
     assert check_stream(template, lambda: module.ResponseParser(""), list(text)) == "ok"
+
+
+def test_a_greedy_xml_value_is_sent_only_when_certain() -> None:
+    # TRL's LFM2.5 template: `x=[1, 2]` values match `'...'|[...]|[^,)]*`, which is not lazy. With `x=[1, `
+    # in one feed the match so far is `[1` (the bracket alternative is still open): sending it would
+    # contradict the final `[1, 2]`. transformers parses the same feeds to the right message.
+    from transformers.utils.chat_parsing import ResponseParser as OracleParser
+
+    template = json.loads((Path(__file__).parent / "fixtures" / "serving" / "trl_lfm2_5.json").read_text())
+    module, prefix = respc.compile_template(template), "<|im_start|>assistant\n"
+    chunks = ["<think>ok</think>", "<|tool_call_start|>[f(", "x=[1, ", "2], y='a", " b')]<|tool_call_end|>"]
+    chunks.append("Done.<|im_end|>")
+    for parser in (module.ResponseParser(prefix), OracleParser(template, prefix)):
+        assert check_stream(template, lambda parser=parser: copy.deepcopy(parser), chunks) == "ok"
+    stream = DeltaStream(module.ResponseParser(prefix))
+    deltas = [d for chunk in chunks for d in stream.feed(chunk)] + stream.finish()[0]
+    _, calls = _collect(deltas)
+    assert [json.loads(call["arguments"]) for call in calls] == [{"x": [1, 2], "y": "a b"}]
+    assert stream.message == module.parse_response("".join(chunks), prefix=prefix)

@@ -224,7 +224,33 @@ class DeltaStream:
         except Exception as error:
             self._replay(text)
             raise self._failure(error, eos=False) from error
-        self._grow(text)
+        grown, self._fed = self._fed, ""  # `_grow`, inlined
+        grown += text
+        self._fed = grown
+        if len(events) == 1 and not self._deltas:
+            # The commonest feed: one chunk of an open text segment (`_process` and `_TextField.chunk`,
+            # written out for it), with nothing pending (the prefix's deltas, calls held back).
+            event = events[0]
+            field = self._texts.get(event["field"])
+            if (
+                field is not None
+                and event["type"] == "region_chunk"
+                and field.segment is not None
+                and field.streams
+                and field.join is None
+            ):
+                chunk = event["text"]
+                floor = self._floor
+                if chunk is text and floor == len(grown) - len(text):
+                    self._floor = len(grown)  # the whole feed was routed: all of it is consumed
+                else:
+                    found = grown.find(chunk, floor)
+                    self._floor = found + len(chunk) if found >= 0 else floor
+                out = field.segment.feed(chunk)
+                if not out:
+                    return []
+                field.sent.append(out)
+                return [{field.key: out}]
         self._run(events, eos=False)
         return self._take()
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from support.serving import (
     cases_of,
     check_stream,
     chunked,
+    collect_deltas,
     module_of,
     random_tools,
 )
@@ -491,7 +493,7 @@ def test_a_greedy_xml_value_is_sent_only_when_certain() -> None:
     # contradict the final `[1, 2]`. transformers parses the same feeds to the right message.
     from transformers.utils.chat_parsing import ResponseParser as OracleParser
 
-    template = json.loads((Path(__file__).parent / "fixtures" / "serving" / "trl_lfm2_5.json").read_text())
+    template = json.loads((Path(__file__).parents[1] / "fixtures" / "serving" / "trl_lfm2_5.json").read_text())
     module, prefix = respc.compile_template(template), "<|im_start|>assistant\n"
     chunks = ["<think>ok</think>", "<|tool_call_start|>[f(", "x=[1, ", "2], y='a", " b')]<|tool_call_end|>"]
     chunks.append("Done.<|im_end|>")
@@ -499,6 +501,6 @@ def test_a_greedy_xml_value_is_sent_only_when_certain() -> None:
         assert check_stream(template, lambda parser=parser: copy.deepcopy(parser), chunks) == "ok"
     stream = DeltaStream(module.ResponseParser(prefix))
     deltas = [d for chunk in chunks for d in stream.feed(chunk)] + stream.finish()[0]
-    _, calls = _collect(deltas)
+    _, calls = collect_deltas(deltas)
     assert [json.loads(call["arguments"]) for call in calls] == [{"x": [1, 2], "y": "a b"}]
     assert stream.message == module.parse_response("".join(chunks), prefix=prefix)

@@ -213,7 +213,7 @@ def _module(served: ServedTemplate, dropped: frozenset) -> types.ModuleType:
 
 
 def _build(served: ServedTemplate, dropped: frozenset) -> types.ModuleType:
-    from respc.model import cached_module
+    from respc._compile import cache_dir, compile_template
     from respc.registry import load_preset
 
     try:
@@ -223,7 +223,7 @@ def _build(served: ServedTemplate, dropped: frozenset) -> types.ModuleType:
         for name in dropped:
             del template["fields"][name]
             (template.get("defaults") or {}).pop(name, None)
-        return cached_module(template, target=served.target)
+        return compile_template(template, target=served.target, cache=cache_dir())
     except ValueError as error:  # respc.TemplateError and the runtime's refusals
         first = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise ServingTemplateError(

@@ -152,7 +152,10 @@ def _load(template: Any, cache: Path, blocked: bool = True) -> subprocess.Comple
     return subprocess.run([sys.executable, "-c", _LOAD, *args], capture_output=True, text=True)
 
 
-def test_a_later_process_loads_from_disk_without_compiling(tmp_path: Path) -> None:
+def test_a_later_process_loads_from_disk_without_compiling(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(respc._compile, "_MEMORY", {})  # as in a fresh process, whatever ran before
     template = TEMPLATES["gemma4"]
     first = respc.compile_template(template, cache=tmp_path / "a")
     (cached,) = _cache_files(tmp_path / "a")

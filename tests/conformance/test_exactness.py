@@ -1,0 +1,153 @@
+"""The eight divergence classes an independent random-template fuzzer found (issue #32), each run on respc and
+the oracle side by side for each target: whole texts, streams under every chunking, and load-time errors.
+
+Templates are Python dicts, since some use keys JSON cannot hold (None, integers).
+"""
+
+from __future__ import annotations
+
+import pytest
+from support.compare import assert_same, chunkings, oracle_parse, oracle_stream, respc_parse, respc_stream
+from support.oracles import is_exception_of, oracle
+
+import respc
+
+
+def t(fields: dict, **top: object) -> dict:
+    return {"start_anchor": "<A>", "fields": fields, **top}
+
+
+CASES = {
+    # 1. `\K` (the `regex` module's "reset match start") in a delimiter pattern.
+    "1 reset-start open": (t({"pos": {"open_pattern": ">\\K"}}), ">h"),
+    "1 reset-start close": (t({"pos": {"open": ">", "close_pattern": ">\\K"}}), ">h>x"),
+    "1 reset-start mid pattern": (t({"pos": {"open_pattern": "a\\Kb", "close": "</"}}), "xab</y"),
+    # 2. Fuzzy matching (`{e<=1}` and friends).
+    "2 fuzzy close": (t({"pos": {"open_pattern": "]|>", "close_pattern": "(?:ool>){e<=1}"}}), "><tool>"),
+    "2 fuzzy close after json": (
+        t({"pos": {"open_pattern": "]|>", "content": "json", "close_pattern": "(?:<tool>){e<=1}"}}),
+        '>{"a":1}<tool>',
+    ),
+    "2 fuzzy open": (t({"pos": {"open_pattern": "(?:<ab>){s<=1}", "close": "."}}), "x<ac>y.z"),
+    # 3. Opens that can match the empty string, beside other fields.
+    "3 empty-group open beside a literal": (t({None: {"open_pattern": "(())"}, "x": {"open": "["}}), "[<"),
+    "3 empty-group open before a colon": (t({None: {"open_pattern": "():"}}), ":\n"),
+    "3 empty open beside a literal, named": (
+        t({"e": {"open_pattern": "()", "close": "]"}, "x": {"open": "["}}),
+        "a[b]c",
+    ),
+    # 4. Field names that are not strings.
+    "4 None field opens": (t({None: {"open": ">"}}), ">"),
+    "4 None field beside an implicit one": (t({None: {"open": ">"}, "c": {"close": "!"}}), "a>b!c>d"),
+    "4 None implicit field with a close": (t({None: {"close": "!"}, "x": {"open": "<", "close": ">"}}), "a!<b>"),
+    "4 int and str tie": (t({1: {"open": ">"}, "a": {"open": ">"}}), ">x"),
+    "4 str and int tie": (t({"a": {"open": ">"}, 1: {"open": ">"}}), "y>x"),
+    "4 ints in numeric order": (t({10: {"open": ">"}, 9: {"open": ">"}}), ">x"),
+    "4 int beside str, no tie": (t({1: {"open": ">"}, "a": {"open": "<"}}), ">x<y"),
+    "4 None and str tie": (t({"a": {"open_pattern": ">"}, None: {"open": ">"}}), ">x"),
+    # 5. Field names that are names in the generated module.
+    "5 field named like a scan": (
+        t(
+            {
+                "_scan_outside": {
+                    "open_pattern": "(?<e>[^n])\\u0060",
+                    "transform": {"function": {"name": "{content.name}"}},
+                }
+            }
+        ),
+        "``",
+    ),
+    "5 generated names as fields": (
+        t(
+            {
+                "STATES": {"open": "<s>", "close": "</s>"},
+                "outside": {"open": "<o>", "close": "</o>"},
+                "self": {"open": "<f>", "content": "int"},
+                "__init__": {"open": "<i>", "close": "</i>"},
+                "parse_response": {"open_pattern": "<p>", "close": "</p>"},
+                "start_anchor": {"open": "<a>", "close_pattern": "</a>"},
+                "x_open": {"open": "<x>"},
+                "x": {"open_pattern": "<y>"},
+            }
+        ),
+        "<s>1</s><o>2</o><i>3</i><p>4</p><a>5</a><x>6<y>7<f>8",
+    ),
+    # 6. Which error wins at the end of the stream.
+    "6 missing None field before its parse": (
+        t({None: {"open": ">", "content": "python-call-list", "optional": False}, "tools": {}}),
+        ">",
+    ),
+    "6 missing field after a reset-start close": (
+        t({"class": {"open": ["t a"], "optional": False}, "x_y": {"open": "]", "close_pattern": ">\\K"}}),
+        "]>t a",
+    ),
+    # 7. Messages on rare paths.
+    "7 xml-inline value group that did not take part": (
+        t(
+            {
+                "c": {
+                    "open": ">",
+                    "content": "xml-inline",
+                    "content_args": {
+                        "tag_pattern": "<p=(?P<key>\\w+)>(?:(?P<value>\\d+))?</p>",
+                        "value_parser": {"name": "python-call-list"},
+                    },
+                }
+            }
+        ),
+        "><p=z></p>",
+    ),
+    # 8. Opens and closes that can match empty, but not at one position: no hang, no refusal.
+    "8 close needs a character": (
+        t({"tool_calls": {"open_pattern": "()", "transform": "{content}", "close_pattern": "(?<n>)(b)"}}),
+        "xbz",
+    ),
+    "8 close after a lookahead": (t({"c": {"open_pattern": "x*", "close_pattern": "(?=b)b?"}}), "axxbz"),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_whole_text_matches_oracle(name: str, target: str) -> None:
+    template, text = CASES[name]
+    ours = respc_parse(template, text, "", target=target)
+    theirs = oracle_parse(template, text, "", target=target)
+    assert_same(ours, theirs, template, f"{name}: parse {text!r}", target)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_streams_match_oracle(name: str, target: str) -> None:
+    template, text = CASES[name]
+    for chunks in chunkings(text, random_splits=2):
+        ours = respc_stream(template, "", chunks, target=target)
+        theirs = oracle_stream(template, "", chunks, target=target)
+        assert_same(ours, theirs, template, f"{name}: chunks {chunks!r}", target)
+
+
+# 7. Load-time departures: respc's message names the field and key; its type is a subclass of the oracle's.
+LOAD_DEPARTURES = {
+    "unhashable content name": t({"thinking": {"open": ">", "content": ["json"]}}),
+    "unhashable content name, dict": t({"thinking": {"open": ">", "content": {"json": 1}}}),
+    "pattern not a string": t({"thinking": {"open_pattern": 5}}),
+}
+
+
+@pytest.mark.parametrize("name", list(LOAD_DEPARTURES))
+def test_load_departures_subclass_the_oracle_type(name: str, target: str) -> None:
+    template = LOAD_DEPARTURES[name]
+    outcome = oracle(target).request("load", template)
+    assert outcome != "accept", f"the oracle accepts {template!r}"
+    with pytest.raises(Exception) as caught:
+        respc.compile_template(template, target=target)
+    theirs = outcome.split(":", 1)[0]
+    assert theirs in {klass.__name__ for klass in type(caught.value).__mro__}, (
+        f"respc raises {type(caught.value).__name__}, not a subclass of the oracle's {outcome}"
+    )
+    assert isinstance(caught.value, respc.TemplateError)
+    assert is_exception_of(type(caught.value), TypeError if theirs == "TypeError" else ValueError)
+
+
+def test_q5_refusal_still_fires_where_both_match_empty_together(target: str) -> None:
+    """The refusal stays where transformers does loop (open and close empty at one position)."""
+    template = t({"c": {"open_pattern": "a?", "close_pattern": "b?"}})
+    with pytest.raises(respc.TemplateError, match="quirk Q5"):
+        respc.compile_template(template, target=target)

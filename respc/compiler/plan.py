@@ -446,6 +446,9 @@ class ParserPlan:
     start_anchor: Anchor
     context: int | None  # consumed characters the patterns need before the scan position (None: all)
     warnings: tuple[str, ...] = ()  # template problems worth a look that do not stop compilation
+    # (field, open pattern) of every open in template order, when the field names cannot all be compared:
+    # the oracle's tie-break then raises TypeError where two opens match at one position with one length
+    unordered: tuple[tuple[Any, str], ...] = ()
 
     @property
     def start_anchor_kind(self) -> str:
@@ -727,6 +730,17 @@ def _sort_key(name: Any) -> tuple:
     return (0, name) if isinstance(name, str) else (1, type(name).__name__, repr(name))
 
 
+def _tie_order(names: list[Any]) -> tuple[list[Any], bool]:
+    """The field names in the order the oracle's tie-break prefers them (it compares the names of two opens
+    matching at one position with one length: the least wins), and whether they are all comparable. When
+    they are not (`None` beside a string, an integer beside a string) the oracle raises `TypeError` at such
+    a tie, which the runtime reproduces (`CompiledParser.UNORDERED`); the order is then only fixed."""
+    try:
+        return sorted(names), True
+    except TypeError:
+        return sorted(names, key=_sort_key), False
+
+
 def _refuse_hanging(field: Field, opening: Delimiter, closing: Delimiter) -> None:
     if (
         opening.may_be_empty
@@ -782,7 +796,8 @@ def plan_parser(spec: Spec, source_name: str = "<template>") -> ParserPlan:
     closes = {name: rare[d.name] for name, d in closes.items()}
     dirty = {field.name: field.content in DIRTY_PARSERS for field in spec.fields}
     implicit = spec.implicit.name if spec.implicit is not None else None
-    outside = tuple(opens[name] for name in sorted(opens, key=_sort_key))
+    ordered, comparable = _tie_order(list(opens))
+    outside = tuple(opens[name] for name in ordered)
     if implicit is not None and implicit in closes:
         outside += (closes[implicit],)
     patterns = [d.anchor.pattern for d in delimiters if d.anchor.literals is None]
@@ -800,7 +815,14 @@ def plan_parser(spec: Spec, source_name: str = "<template>") -> ParserPlan:
         )
     ]
     for field, ident in zip(spec.fields, idents):
-        if field.open is not None:
+        if field.open is None:
+            continue
+        if field.name is None:
+            # A field named None: the oracle's current region None is its null sink, so once this field's
+            # open commits, the parser watches what it watches outside every region and discards text.
+            if implicit is not None:
+                states.append(replace(states[0], key=None, function="_scan_" + ident))
+        else:
             watches = (closes[field.name],) if field.name in closes else ()
             states.append(
                 State(
@@ -833,4 +855,7 @@ def plan_parser(spec: Spec, source_name: str = "<template>") -> ParserPlan:
         start_anchor=spec.start_anchor,
         context=context,
         warnings=warnings,
+        unordered=(
+            () if comparable else tuple((f.name, f.open.pattern) for f in spec.fields if f.open is not None)
+        ),
     )

@@ -92,6 +92,10 @@ class CompiledParser:
     # End-of-stream scans for a pass over a long text, by the scan they replace (modules generated before
     # they were added, and templates without a literal worth it, have none).
     FAR_SCANS: ClassVar[dict | None] = None
+    # (field, open pattern) of every open, in template order, when the field names cannot all be compared
+    # (None or an integer beside a string): a tie of two opens then raises TypeError, as the oracle's
+    # tie-break does (`_break_tie`). Empty for the others, whose scans order the opens as it does.
+    UNORDERED: ClassVar[tuple] = ()
     _REGEX_STEM_PREFIXES: ClassVar[frozenset[str]] = frozenset()  # set when the class is created
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -725,6 +729,8 @@ class CompiledParser:
             if commit is None:
                 break
             start, end, is_open, name, match = commit
+            if is_open and self.UNORDERED:
+                self._break_tie(buf, start, end)
             if start > pos:
                 # `_route`, inlined (a whole-message parse routes here once per delimiter), less the
                 # coalescing: the region closes at this delimiter, so this is its last part.
@@ -745,6 +751,13 @@ class CompiledParser:
             committed = True
             had_opened = self._opened
             if is_open:
+                if start == end and name is None and self._current is None and self._empty_open:
+                    # A field named None opened on nothing, where its open matches nothing again: the
+                    # oracle's region None watches that open, so it reopens it there forever.
+                    raise RuntimeError(
+                        "response template field None: its open matched the empty string where it "
+                        "had just opened, so transformers would reopen it there forever"
+                    )
                 if had_opened:
                     self._close(events)
                 self._open(events, name, match, start == end)
@@ -848,11 +861,28 @@ class CompiledParser:
         if events is not None:
             events.append({"type": "region_open", "field": name})
 
+    def _break_tie(self, buf: str, start: int, end: int) -> None:
+        """The oracle's tie-break among the opens matching from `start` to `end`, in template order: it
+        compares their field names, which raises TypeError for names of types that do not compare."""
+        import regex  # only templates with such field names come here
+
+        best = missing = object()
+        for name, pattern in self.UNORDERED:
+            match = regex.compile(pattern, regex.DOTALL).match(buf, start)
+            if match is not None and match.end() == end:
+                if best is missing or name < best:
+                    best = name
+
     def _close(self, events: list[dict] | None) -> None:
         current = self._current
         if not self._opened:
             # Only the implicit region (or the null sink) can be unopened: nothing to close, and its
             # state is already the one a reset gives.
+            return
+        if current is None:
+            # The explicit field named None: the oracle's region None is its null sink, which closes
+            # on nothing and keeps no value.
+            self._reset()
             return
         body = "".join(self._parts)
         output = self._output

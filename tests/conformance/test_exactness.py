@@ -39,7 +39,10 @@ CASES = {
     # 4. Field names that are not strings.
     "4 None field opens": (t({None: {"open": ">"}}), ">"),
     "4 None field beside an implicit one": (t({None: {"open": ">"}, "c": {"close": "!"}}), "a>b!c>d"),
-    "4 None implicit field with a close": (t({None: {"close": "!"}, "x": {"open": "<", "close": ">"}}), "a!<b>"),
+    "4 None implicit field with a close": (
+        t({None: {"close": "!"}, "x": {"open": "<", "close": ">"}}),
+        "a!<b>",
+    ),
     "4 int and str tie": (t({1: {"open": ">"}, "a": {"open": ">"}}), ">x"),
     "4 str and int tie": (t({"a": {"open": ">"}, 1: {"open": ">"}}), "y>x"),
     "4 ints in numeric order": (t({10: {"open": ">"}, 9: {"open": ">"}}), ">x"),
@@ -139,9 +142,9 @@ def test_load_departures_subclass_the_oracle_type(name: str, target: str) -> Non
     with pytest.raises(Exception) as caught:
         respc.compile_template(template, target=target)
     theirs = outcome.split(":", 1)[0]
-    assert theirs in {klass.__name__ for klass in type(caught.value).__mro__}, (
-        f"respc raises {type(caught.value).__name__}, not a subclass of the oracle's {outcome}"
-    )
+    assert theirs in {
+        klass.__name__ for klass in type(caught.value).__mro__
+    }, f"respc raises {type(caught.value).__name__}, not a subclass of the oracle's {outcome}"
     assert isinstance(caught.value, respc.TemplateError)
     assert is_exception_of(type(caught.value), TypeError if theirs == "TypeError" else ValueError)
 
@@ -151,3 +154,11 @@ def test_q5_refusal_still_fires_where_both_match_empty_together(target: str) -> 
     template = t({"c": {"open_pattern": "a?", "close_pattern": "b?"}})
     with pytest.raises(respc.TemplateError, match="quirk Q5"):
         respc.compile_template(template, target=target)
+
+
+def test_none_field_reopening_on_nothing_raises_instead_of_looping(target: str) -> None:
+    """An open of the field named None that matches empty where it just opened: transformers reopens it
+    there forever (its region None watches that open); respc raises instead of hanging."""
+    parser = respc.ResponseParser(t({None: {"open_pattern": "(())"}}), "", target=target)
+    with pytest.raises(RuntimeError, match="reopen it there forever"):
+        parser.feed("a")

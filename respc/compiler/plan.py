@@ -456,6 +456,15 @@ class ParserPlan:
         return "start_anchor" if self.start_anchor.is_literal else "start_anchor_pattern"
 
     @property
+    def whole_by_stream(self) -> bool:
+        """Whether `parse_response` feeds the text and finalizes, as the oracle does, instead of its own
+        end-of-stream pass: for delimiter patterns in syntax the analyses do not read (`is_plain`), such
+        as `\\K` (a match then starts after text the stream may already have routed past) and fuzzy
+        matching (its best match depends on where each search starts), the one pass is not shown to
+        agree with the stream."""
+        return any(not is_plain(d.anchor.pattern) for d in self.delimiters if d.anchor.literals is None)
+
+    @property
     def holds_values(self) -> bool:
         """Whether the module needs the section of content-parser arguments and transforms."""
         return self.uses_release or any(f.uses_args or f.uses_transform for f in self.fields)

@@ -96,6 +96,9 @@ class CompiledParser:
     # (None or an integer beside a string): a tie of two opens then raises TypeError, as the oracle's
     # tie-break does (`_break_tie`). Empty for the others, whose scans order the opens as it does.
     UNORDERED: ClassVar[tuple] = ()
+    # Whether `parse_whole` feeds the text and finalizes, as the oracle's `parse_response` does, rather
+    # than take one end-of-stream pass (the plan's choice, for patterns its analyses do not read).
+    WHOLE_BY_STREAM: ClassVar[bool] = False
     _REGEX_STEM_PREFIXES: ClassVar[frozenset[str]] = frozenset()  # set when the class is created
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -656,10 +659,14 @@ class CompiledParser:
         reaches the same message, because holding only delays text, never reorders or drops it.
         """
         parser = cls(prefix, tools=tools, errors=errors)
-        if text:
-            parser._buf += text
-        parser._process(None, True)
-        message = parser._finish(None)
+        if cls.WHOLE_BY_STREAM:
+            parser.feed(text)
+            message = parser.finalize()[0]
+        else:
+            if text:
+                parser._buf += text
+            parser._process(None, True)
+            message = parser._finish(None)
         if parser.errors:
             message["parse_errors"] = parser.errors
         return message

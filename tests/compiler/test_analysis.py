@@ -40,6 +40,7 @@ def _patterns() -> st.SearchStrategy[str]:
                 lambda pair: f"(?:{pair[0]}){pair[1]}"
             ),
             inner.map(lambda p: f"(?P<g>{p})"),
+            inner.map(lambda p: f"(?<g>{p})"),  # the `regex` module's spelling of a named group
         )
 
     return st.recursive(_atoms(), extend, max_leaves=6)
@@ -189,6 +190,9 @@ def test_empty_matches_of_known_patterns() -> None:
     assert not empty_together(r"(?=z)", r"$")  # never at one position: accepted
     assert not empty_together(r"\Z", r"\Z")  # only at the very end, where nothing is committed
     assert not empty_together(r"a", r"$")
+    # `(?<n>...)` is a named group (not a lookbehind): read as Python's `(?P<n>...)` (issue #32, class 8)
+    assert is_plain(r"(?<n>)(b)") and not may_match_empty(r"(?<n>)(b)")
+    assert not empty_together(r"()", r"(?<n>)(b)") and empty_together(r"(?<o>a?)", r"(?<c>)")
 
 
 def test_backtracking_shapes() -> None:

@@ -105,7 +105,10 @@ CASES = {
         t({"tool_calls": {"open_pattern": "()", "transform": "{content}", "close_pattern": "(?<n>)(b)"}}),
         "xbz",
     ),
-    "8 close after a lookahead": (t({"c": {"open_pattern": "x*", "close_pattern": "(?=b)b?"}}), "axxbz"),
+    "8 named groups spelled (?<name>)": (
+        t({"c": {"open_pattern": "(?<o>)", "close_pattern": "(?<c>x?)y", "transform": "{content}"}}),
+        "axyb",
+    ),
 }
 
 
@@ -151,9 +154,12 @@ def test_load_departures_subclass_the_oracle_type(name: str, target: str) -> Non
 
 def test_q5_refusal_still_fires_where_both_match_empty_together(target: str) -> None:
     """The refusal stays where transformers does loop (open and close empty at one position)."""
-    template = t({"c": {"open_pattern": "a?", "close_pattern": "b?"}})
-    with pytest.raises(respc.TemplateError, match="quirk Q5"):
-        respc.compile_template(template, target=target)
+    for template in (
+        t({"c": {"open_pattern": "a?", "close_pattern": "b?"}}),
+        t({"c": {"open_pattern": "(?<o>a?)", "close_pattern": "(?<c>)", "transform": "{content}"}}),
+    ):
+        with pytest.raises(respc.TemplateError, match="quirk Q5"):
+            respc.compile_template(template, target=target)
 
 
 def test_none_field_reopening_on_nothing_raises_instead_of_looping(target: str) -> None:

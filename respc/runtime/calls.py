@@ -132,6 +132,12 @@ def parse_python_call_list(text: str, args: dict, target: Target) -> list[dict]:
         calls = _plain_call_list(text)
         if calls is not None:
             return calls
+    if not isinstance(text, str):
+        # Upstream's first step is its whitespace pattern's match (a `regex` pattern), whose TypeError for
+        # anything but a string (an xml-inline value group that did not take part: None) is the one raised.
+        import regex  # only on this path: importing it costs ~15 ms
+
+        regex.compile(r"[ \t\n\r]*").match(text, 0)
     try:
         return _call_list(text)
     except _Failure as failure:

@@ -134,6 +134,8 @@ LOAD_DEPARTURES = {
     "unhashable content name": t({"thinking": {"open": ">", "content": ["json"]}}),
     "unhashable content name, dict": t({"thinking": {"open": ">", "content": {"json": 1}}}),
     "pattern not a string": t({"thinking": {"open_pattern": 5}}),
+    "close pattern not a string": t({"thinking": {"open": "<t>", "close_pattern": ["</t>"]}}),
+    "start anchor pattern not a string": {"start_anchor_pattern": None, "fields": {"c": {}}},
 }
 
 

@@ -720,6 +720,7 @@ class CompiledParser:
         if eos and self.FAR_SCANS is not None and len(buf) - pos > _FAR_TEXT:
             far, far_until = self.FAR_SCANS, len(buf) - _FAR_TEXT
         committed = False
+        cycle = None  # (field, position) of an open and a close that both just matched empty there
         while True:
             if not eos:
                 if committed and (rest := self._rest_hold(buf, pos)) >= 0:
@@ -758,6 +759,15 @@ class CompiledParser:
             committed = True
             had_opened = self._opened
             if is_open:
+                if start == end and cycle == (name, start):
+                    # Open, close, and the same open again, all empty at one position: the parser is where
+                    # it was, so transformers' pass repeats them forever (quirk Q5). (An open that only
+                    # looks empty, `<a>\\K`, has consumed its text and is not found there again.)
+                    raise RuntimeError(
+                        f"response template field {name!r}: its open and close both matched the empty "
+                        f"string at the same place, so transformers would loop forever here"
+                    )
+                cycle = None
                 if start == end and name is None and self._current is None and self._empty_open:
                     # A field named None opened on nothing, where its open matches nothing again: the
                     # oracle's region None watches that open, so it reopens it there forever.
@@ -774,11 +784,7 @@ class CompiledParser:
                     self._captures.update({k: v for k, v in match.groupdict().items() if v is not None})
                 zero_width_open = self._empty_open
                 self._close(events)
-                if start == end and zero_width_open:
-                    raise RuntimeError(
-                        f"response template field {name!r}: its open and close both matched the empty "
-                        f"string at the same place, so transformers would loop forever here"
-                    )
+                cycle = (name, end) if start == end and zero_width_open else None
             elif start == end:
                 return  # an unopened region closed on nothing: the oracle stops the pass here (quirk Q4)
         if eos:

@@ -28,6 +28,7 @@ def _atoms() -> st.SearchStrategy[str]:
         st.sampled_from([regex.escape(c) for c in ALPHABET]),
         st.sampled_from([r"[ab]", r"[<>]", r"\s", r"\w", r"\d", r"[a-z]", r"[^a]", r".", r"\S"]),
         st.sampled_from(["^", "$", r"\b", r"\Z", r"(?=a)", r"(?!b)", r"(?<=a)"]),
+        st.just(r"\K"),  # the `regex` module's reset of the match start (issue #32)
     )
 
 
@@ -41,6 +42,10 @@ def _patterns() -> st.SearchStrategy[str]:
             ),
             inner.map(lambda p: f"(?P<g>{p})"),
             inner.map(lambda p: f"(?<g>{p})"),  # the `regex` module's spelling of a named group
+            inner.map(lambda p: f"(?i:{p})"),
+            st.tuples(inner, st.sampled_from(["{e<=1}", "{s<=1}", "{d<=2}"])).map(
+                lambda pair: f"(?:{pair[0]}){pair[1]}"  # fuzzy matching
+            ),
         )
 
     return st.recursive(_atoms(), extend, max_leaves=6)
@@ -78,9 +83,11 @@ def test_every_match_starts_with_a_first_char(pattern: str, text: str, partial: 
 @SETTINGS
 @given(pattern=_patterns(), text=TEXTS)
 def test_a_pattern_that_matches_empty_is_never_called_non_empty(pattern: str, text: str) -> None:
+    """Empty from where the search starts (`\\K` makes a match that consumed text look empty: that one moves
+    the parser on, so it is not the empty match quirk Q5 loops on)."""
     compiled = _compiles(pattern)
     assume(compiled is not None)
-    empty = any((m := compiled.search(text, pos)) and m.start() == m.end() for pos in range(len(text) + 1))
+    empty = any((m := compiled.search(text, pos)) and m.end() == pos for pos in range(len(text) + 1))
     if empty:
         assert may_match_empty(pattern), (pattern, text)
 

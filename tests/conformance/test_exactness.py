@@ -170,3 +170,30 @@ def test_none_field_reopening_on_nothing_raises_instead_of_looping(target: str) 
     parser = respc.ResponseParser(t({None: {"open_pattern": "(())"}}), "", target=target)
     with pytest.raises(RuntimeError, match="reopen it there forever"):
         parser.feed("a")
+
+
+# 8, continued: what only looks empty (a `\K` match has consumed text; inline flags and fuzzy matching that
+# cannot shorten a match take nothing away from a delimiter's least width) is not refused either.
+NOT_HANGING = {
+    "reset-start open": (t({"c": {"open_pattern": "<a>\\K", "close_pattern": "()"}}), "x<a>y<a>"),
+    "flagged close": (t({"c": {"open_pattern": "()", "close_pattern": "(?i)<a>"}}), "x<A>y"),
+    "multiline close": (t({"c": {"open_pattern": "()", "close_pattern": "(?m)^<a>"}}), "x\n<a>y"),
+    "fuzzy close": (t({"c": {"open_pattern": "()", "close_pattern": "(?:<ab>){s<=1}"}}), "x<ac>y"),
+}
+
+
+@pytest.mark.parametrize("name", list(NOT_HANGING))
+def test_templates_that_cannot_loop_compile_and_match_oracle(name: str, target: str) -> None:
+    template, text = NOT_HANGING[name]
+    respc.compile_template(template, target=target)  # not refused as quirk Q5
+    for chunks in chunkings(text, random_splits=1):
+        ours = respc_stream(template, "", chunks, target=target)
+        theirs = oracle_stream(template, "", chunks, target=target)
+        assert_same(ours, theirs, template, f"{name}: chunks {chunks!r}", target)
+    assert_same(
+        respc_parse(template, text, "", target=target),
+        oracle_parse(template, text, "", target=target),
+        template,
+        name,
+        target,
+    )

@@ -19,27 +19,50 @@ __all__ = ["empty_together", "may_match_empty"]
 
 _EMPTY_PROBES = ("", "a", " ", "\n", "<", "0", "x y\nz", "@#!", "é思🙂", "A_1-")
 _CAN_BE_EMPTY = re.compile(r"[*?]|\{0|\{,|\(\?[=!<]|[\^$]|\(\||\|\)|\|\||^\||\|$")  # with escapes neutralised
-_ZERO_WIDTH_ESCAPE = re.compile(r"\\[bBAZzGKmM]")
+_ZERO_WIDTH_ESCAPE = re.compile(r"\\[bBAZzGmM]")
+_ESCAPE = re.compile(r"\\.", re.DOTALL)
+# Group openers whose `?` says nothing of emptiness: non-capturing, flagged, named and atomic groups, and
+# global inline flags (`(?i)`); lookarounds, which can match empty, are left for _CAN_BE_EMPTY to see.
+_GROUP_OPENER = re.compile(r"\(\?(?:[a-zA-Z^-]*[:)]|P?<[^\W\d]\w*>|>)")
+_FLAGS = re.compile(r"\(\?[imsx]+[:)]")  # inline flags both parsers read alike
+# Fuzzy constraints that allow errors which shorten a match (any error `e`, or deletions `d`).
+_SHORTENING_FUZZ = re.compile(r"\{[^{}]*[ed][^{}]*\}")
 _ANYWHERE = "anywhere"  # an empty match whose position nothing in the analysis restricts
 _NEVER = "never"  # the pattern cannot match the empty string
 
 
+def _without_reset(pattern: str) -> str:
+    """`pattern` without `\\K`: resetting the match start changes where a match is said to start, never
+    which texts match, and the loop of quirk Q5 needs matches that are empty from where the search
+    started (a match that `\\K` makes look empty has consumed text, so the parser moves on)."""
+    if "\\K" not in pattern:
+        return pattern
+    return _ESCAPE.sub(lambda m: "" if m[0] == "\\K" else m[0], pattern)
+
+
 def may_match_empty(pattern: str) -> bool:
     """Whether the pattern can match the empty string somewhere (true when unsure)."""
+    pattern = _without_reset(pattern)
     compiled = regex.compile(pattern, regex.DOTALL)
     for probe in _EMPTY_PROBES:
         for start in range(len(probe) + 1):
             match = compiled.search(probe, start)
             if match is not None and match.start() == match.end():
                 return True
-    if is_plain(pattern):
+    if is_plain(_FLAGS.sub(lambda m: "" if m[0].endswith(")") else "(?:", pattern)):
+        # (Inline flags `i`, `m`, `s` and `x`, which Python reads alike, change no match's least width.)
         try:
             return parse(pattern).getwidth()[0] == 0
         except Exception:
             pass
     # Syntax Python's parser reads differently (POSIX classes, \p{..}, fuzzy matching...): empty unless
     # nothing in the pattern can match without consuming a character.
-    return bool(_CAN_BE_EMPTY.search(neutralise_escapes(pattern)) or _ZERO_WIDTH_ESCAPE.search(pattern))
+    structure = _GROUP_OPENER.sub("(", neutralise_escapes(pattern))
+    return bool(
+        _CAN_BE_EMPTY.search(structure)
+        or _SHORTENING_FUZZ.search(structure)
+        or _ZERO_WIDTH_ESCAPE.search(pattern)
+    )
 
 
 def _empty_where(items: Any) -> Any:
@@ -89,6 +112,7 @@ def _empty_item(op: str, av: Any) -> Any:
 
 def empty_together(first: str, second: str) -> bool:
     """Whether two patterns may both match the empty string at one position (true when unsure)."""
+    first, second = _without_reset(first), _without_reset(second)
     if not (may_match_empty(first) and may_match_empty(second)):
         return False
     if not (is_plain(first) and is_plain(second)):

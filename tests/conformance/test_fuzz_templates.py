@@ -657,6 +657,23 @@ def test_generator_covers_the_language() -> None:
             seen["dotted"] += "{content.a" in repr(field.get("transform"))
             seen["capture"] += "(?P<n>" in str(field.get("open_pattern", ""))
             seen["close capture"] += "(?P<" in str(field.get("close_pattern", ""))
+            patterns = str(field.get("open_pattern", "")) + str(field.get("close_pattern", ""))
+            # what finds each class of issue #32 (see the module docstring)
+            seen["1 reset start"] += "\\K" in patterns
+            seen["2 fuzzy"] += "{e<=1}" in patterns or "{s<=1}" in patterns
+            seen["3 empty group"] += any(
+                str(field.get(key, "")).startswith("()") or field.get(key) == "(())"
+                for key in ("open_pattern", "close_pattern")
+            )
+            seen["8 (?<n>) group"] += "(?<n>)" in patterns
+            seen["7 absent value group"] += "(?:(?P<value>" in repr(field.get("content_args"))
+        names = list(template["fields"])
+        seen["4 None name"] += None in names
+        seen["4 int name"] += any(isinstance(name, int) for name in names)
+        seen["5 generated name"] += any(name in ("_scan_outside", "STATES", "x_open") for name in names)
+        seen["6 required"] += any(
+            isinstance(f, dict) and f.get("optional") is False for f in template["fields"].values()
+        )
 
     survey()
     wanted = "implicit|null sink|start_anchor|start_anchor_pattern|defaults|open|open:list|open_pattern|close"
@@ -664,9 +681,11 @@ def test_generator_covers_the_language() -> None:
         "|close:list|close_pattern|repeats|join|optional|transform|transform_each|dotted|capture|arg:strip"
     )
     wanted += "|arg:unquoted_keys|arg:string_delims|arg:allow_non_json|arg:tag_pattern|arg:value_parser"
-    wanted += "|close capture|arg:merge_duplicates|arg:line_sep|arg:kv_sep|" + "|".join(
-        f"content:{name}" for name in FILLER
+    wanted += (
+        "|close capture|arg:merge_duplicates|arg:line_sep|arg:kv_sep|1 reset start|2 fuzzy|3 empty group"
     )
+    wanted += "|4 None name|4 int name|5 generated name|6 required|7 absent value group|8 (?<n>) group|"
+    wanted += "|".join(f"content:{name}" for name in FILLER)
     missing = [item for item in wanted.split("|") if not seen[item]]
     assert not missing, f"never generated: {missing}"
 

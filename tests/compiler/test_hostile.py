@@ -15,6 +15,7 @@ import json
 import subprocess
 import sys
 import warnings
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -463,3 +464,40 @@ def test_a_required_literal_missing_keeps_the_search_on_regex() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and "ok" in done.stdout, done.stderr
+
+
+def _module_names(source: str) -> Counter:
+    """How often each module-level name of a generated module is bound (imported, assigned, defined)."""
+    import ast
+
+    bound: Counter = Counter()
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            bound[node.name] += 1
+        elif isinstance(node, ast.Assign):
+            bound.update(target.id for target in node.targets if isinstance(target, ast.Name))
+        elif isinstance(node, ast.ImportFrom):
+            bound.update(alias.asname or alias.name for alias in node.names)
+    return bound
+
+
+def test_field_names_spelling_generated_names_bind_nothing_twice() -> None:
+    """Field names are data (issue #32, class 5): names that spell the module's own names and suffixes
+    (`_scan_outside`, `STATES`, `CONTENT_CLOSE`, `x_open_re`...) never make two definitions share a name."""
+    bases = ["content", "_scan_outside", "outside", "STATES", "scan", "end", "far", "value", "none"]
+    bases += ["start_anchor", "template", "self", "__init__", "parse_response", "CONTENT_CLOSE", "re"]
+    suffixes = ["", "_open", "_close", "_open_re", "_re", "_prefix", "_alt", "_whole", "_args", "_transform"]
+    suffixes += ["_parse", "_starts", "_2", " 2"]
+    names = [base + suffix for base in bases for suffix in suffixes]
+    for first in range(0, len(names), 12):
+        fields = {}
+        for i, name in enumerate(names[first : first + 12]):
+            field: dict = {"content": ("text", "json", "int")[i % 3]}
+            field["open_pattern" if i % 2 else "open"] = rf"\s*<{i}>" if i % 2 else f"<{i}>"
+            field["close_pattern" if i % 3 else "close"] = f"</{i}>" if i % 3 else [f"</{i}>", f"</{i}x>"]
+            if i % 5 == 0:
+                field["transform"] = {"x": "{content}"}
+            fields[name] = field
+        bound = _module_names(respc.generate_source({"start_anchor": "<A>", "fields": fields}))
+        twice = sorted(name for name, count in bound.items() if count > 1)
+        assert not twice, f"names bound twice with fields {sorted(fields)}: {twice}"

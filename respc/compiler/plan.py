@@ -196,6 +196,9 @@ class State:
     dirty: bool
     rare: tuple[str, int] | None = None  # found first by the `literals` end scan, as `Delimiter.rare`
     context: int | None = 0  # the plan's: consumed characters the patterns look back at (None: all)
+    # every feed takes the oracle's pass (no fast path): the runtime then replays the oracle's tie-break
+    # of field names that do not compare (`ParserPlan.unordered`) at every scan, as the oracle does
+    general: bool = False
 
     @property
     def mode(self) -> str:
@@ -205,6 +208,8 @@ class State:
         that look back no further than one character), `plain` (route it), `lead` (route it up to a
         trailing run of the one lead-run class, which is held) or, outside every region of a template
         without an implicit field, `discard` (drop it); `general` otherwise (a pass per chunk)."""
+        if self.general:
+            return "general"
         if not self.watches:
             return "bare"
         if self.context is None or self.start_char is None or len(self.runs) > 1:
@@ -446,9 +451,10 @@ class ParserPlan:
     start_anchor: Anchor
     context: int | None  # consumed characters the patterns need before the scan position (None: all)
     warnings: tuple[str, ...] = ()  # template problems worth a look that do not stop compilation
-    # (field, open pattern) of every open in template order, when the field names cannot all be compared:
-    # the oracle's tie-break then raises TypeError where two opens match at one position with one length
-    unordered: tuple[tuple[Any, str], ...] = ()
+    # (field, open pattern, literal, can_extend) of every open in template order, when the field names
+    # cannot all be compared: the oracle's tie-break then raises TypeError where two committable opens
+    # match at one position with one length
+    unordered: tuple[tuple[Any, str, bool, bool], ...] = ()
 
     @property
     def start_anchor_kind(self) -> str:
@@ -462,6 +468,8 @@ class ParserPlan:
         as `\\K` (a match then starts after text the stream may already have routed past) and fuzzy
         matching (its best match depends on where each search starts), the one pass is not shown to
         agree with the stream."""
+        if self.unordered:
+            return True  # the oracle's tie-break raises in the scans of the stream (`unordered`)
         return any(not is_plain(d.anchor.pattern) for d in self.delimiters if d.anchor.literals is None)
 
     @property
@@ -845,7 +853,7 @@ def plan_parser(spec: Spec, source_name: str = "<template>") -> ParserPlan:
                     context=context,
                 )
             )
-    states = [_with_rare(state, delimiters) for state in states]
+    states = [replace(_with_rare(state, delimiters), general=not comparable) for state in states]
     warnings = tuple(
         f"Field '{d.field}': {d.anchor.key} {d.text} may backtrack exponentially ({risk})"
         for d in delimiters
@@ -865,6 +873,12 @@ def plan_parser(spec: Spec, source_name: str = "<template>") -> ParserPlan:
         context=context,
         warnings=warnings,
         unordered=(
-            () if comparable else tuple((f.name, f.open.pattern) for f in spec.fields if f.open is not None)
+            ()
+            if comparable
+            else tuple(
+                (f.name, f.open.pattern, f.open.is_literal, f.open.can_extend)
+                for f in spec.fields
+                if f.open is not None
+            )
         ),
     )

@@ -92,9 +92,10 @@ class CompiledParser:
     # End-of-stream scans for a pass over a long text, by the scan they replace (modules generated before
     # they were added, and templates without a literal worth it, have none).
     FAR_SCANS: ClassVar[dict | None] = None
-    # (field, open pattern) of every open, in template order, when the field names cannot all be compared
-    # (None or an integer beside a string): a tie of two opens then raises TypeError, as the oracle's
-    # tie-break does (`_break_tie`). Empty for the others, whose scans order the opens as it does.
+    # (field, open pattern, literal, can extend) of every open, in template order, when the field names
+    # cannot all be compared (None or an integer beside a string): a tie of two opens then raises
+    # TypeError, as the oracle's tie-break does (`_break_tie`, at every scan outside explicit regions; the
+    # plan gives such templates no fast path). Empty for the others, whose scans order opens as it does.
     UNORDERED: ClassVar[tuple] = ()
     # Whether `parse_whole` feeds the text and finalizes, as the oracle's `parse_response` does, rather
     # than take one end-of-stream pass (the plan's choice, for patterns its analyses do not read).
@@ -722,6 +723,8 @@ class CompiledParser:
         committed = False
         cycle = None  # (field, position) of an open and a close that both just matched empty there
         while True:
+            if self.UNORDERED and (self._current is None or self._current == self.IMPLICIT):
+                self._break_tie(buf, pos, eos)
             if not eos:
                 if committed and (rest := self._rest_hold(buf, pos)) >= 0:
                     hold = rest  # (what the state's scan would answer, with nothing to commit)
@@ -737,8 +740,6 @@ class CompiledParser:
             if commit is None:
                 break
             start, end, is_open, name, match = commit
-            if is_open and self.UNORDERED:
-                self._break_tie(buf, start, end)
             if start > pos:
                 # `_route`, inlined (a whole-message parse routes here once per delimiter), less the
                 # coalescing: the region closes at this delimiter, so this is its last part.
@@ -874,17 +875,40 @@ class CompiledParser:
         if events is not None:
             events.append({"type": "region_open", "field": name})
 
-    def _break_tie(self, buf: str, start: int, end: int) -> None:
-        """The oracle's tie-break among the opens matching from `start` to `end`, in template order: it
-        compares their field names, which raises TypeError for names of types that do not compare."""
+    def _break_tie(self, buf: str, pos: int, eos: bool) -> None:
+        """The oracle's scan over the watched opens, for templates whose field names do not all compare: it
+        keys each committable match (start, length, kind, field name) and compares the keys, which raises
+        TypeError where two opens match at one position with one length and their names do not compare.
+        Only the raising matters: for the rest the generated scans answer as the oracle does."""
         import regex  # only templates with such field names come here
 
-        best = missing = object()
-        for name, pattern in self.UNORDERED:
-            match = regex.compile(pattern, regex.DOTALL).match(buf, start)
-            if match is not None and match.end() == end:
-                if best is missing or name < best:
-                    best = name
+        from respc.runtime.targets import get_target
+
+        recheck = get_target(self.TARGET).recheck_regex_matches
+        best = None
+        for name, pattern, literal, can_extend in self.UNORDERED:
+            compiled = regex.compile(pattern, regex.DOTALL)
+            match = compiled.search(buf, pos) if eos else compiled.search(buf, pos, partial=True)
+            if match is None:
+                continue
+            if not eos:
+                start, end = match.span()
+                if match.partial:
+                    continue
+                if end != len(buf):
+                    if not literal and recheck:  # 5.24: a regex match must survive the text going on
+                        grown = compiled.match(buf + "\x00", start)
+                        if (
+                            grown is None
+                            or grown.span() != (start, end)
+                            or grown.groupdict() != match.groupdict()
+                        ):
+                            continue
+                elif start == end or not literal or can_extend:
+                    continue  # it may still grow: pending, not compared
+            key = (match.start(), match.start() - match.end(), 0, name)
+            if best is None or key < best:
+                best = key
 
     def _close(self, events: list[dict] | None) -> None:
         current = self._current

@@ -486,6 +486,24 @@ def _probe_oracle_hang(template: dict, case: Case, target: str) -> bool:
     return False
 
 
+def _empty_together_witness(template: dict, case: Case) -> bool:
+    """Whether some field's open and close both match the empty string at one position of a drawn text (or
+    of a few others): what makes a refusal as hanging (quirk Q5) certain. Refusals without one are
+    counted (`q5_no_witness`): that is where a refusal of what cannot loop (issue #32, class 8) shows."""
+    texts = [*case.texts, "", "\n", "x", "a\nb", " z"]
+    for field in template["fields"].values():
+        if not {"open_pattern", "close_pattern"} <= set(field):
+            continue
+        opening = regex.compile(field["open_pattern"], regex.DOTALL)
+        closing = regex.compile(field["close_pattern"], regex.DOTALL)
+        for text in texts:
+            for pos in range(len(text) + 1):
+                one, two = opening.match(text, pos), closing.match(text, pos)
+                if one is not None and two is not None and one.end() == pos and two.end() == pos:
+                    return True
+    return False
+
+
 @pytest.fixture(scope="module", autouse=True)
 def fuzz_figures(request: pytest.FixtureRequest) -> Iterator[None]:
     """Print the fuzzing figures when the module is done: what was compared, rejected and refused."""
@@ -497,7 +515,8 @@ def fuzz_figures(request: pytest.FixtureRequest) -> Iterator[None]:
         lines.append(
             f"respc fuzz {target}: {stats['templates']} templates fuzzed ({stats['compiled']} compiled and "
             f"compared, {stats['rejected']} rejected by both, {stats['q5']} refused as hanging (quirk Q5), of "
-            f"which the oracle hung on a drawn text for {stats['q5_hang']}); {stats['traces']} traces compared "
+            f"which the oracle hung on a drawn text for {stats['q5_hang']} and {stats['q5_no_witness']} had no "
+            f"open and close found empty at one position); {stats['traces']} traces compared "
             f"({stats['events']} events, {stats['raised']} raising calls), {stats['oneshot']} one-shot parses; "
             f"the oracle hung on {stats['oracle_hang']} calls (counted apart, not compared)"
         )
@@ -577,6 +596,7 @@ def check_case(case: Case, note: str, target: str) -> None:
         ), f"respc rejects a template the oracle accepts: {respc_error!r}"
         stats["q5"] += 1
         stats["q5_hang"] += _probe_oracle_hang(template, case, target)
+        stats["q5_no_witness"] += not _empty_together_witness(template, case)
         return
     stats["compiled"] += 1
     tools = TOOLS if case.with_tools else None

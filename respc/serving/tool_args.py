@@ -557,6 +557,7 @@ class ToolRegion:
         self.ops: list[tuple] = []
         self.raw: list[str] = []
         self.mode = "final" if captures is None and _needs_captures(shape) else shape.mode
+        self._untyped_member = -1  # the member `feed_in_string` found no tool type for (the last asked)
         if self.mode == "json":
             self.dialect = (
                 _Dialect(shape.dialect, shape.target.json_keys_skip_strings)
@@ -585,6 +586,39 @@ class ToolRegion:
         elif self.mode == "xml":
             self._send(0, self.xml.feed(text))
         return self._take()
+
+    def feed_in_string(self, text: str) -> tuple[int, str] | None:
+        """(item, arguments text) for a chunk that only extends a JSON string inside the arguments of the
+        region's one call (no quote, no backslash, nothing held back): the commonest chunk of a long
+        argument. `feed` would walk it character run by run and render it from the body to the same
+        text; this skips both. None when the chunk is not such (the caller then uses `feed`)."""
+        if self.mode != "json" or self.dialect is not None or len(self.calls) != 1:
+            return None
+        scan = self.scan
+        if scan.string_start < 0 or scan.broken or '"' in text or "\\" in text or not text:
+            return None
+        ((item, call),) = self.calls.items()
+        body = scan.text
+        if (
+            not call.announced
+            or call.args_path is None
+            or call.args_end >= 0
+            or call.sent_to != len(body)
+            or scan.pos != len(body)
+        ):
+            return None
+        member = call.member
+        if member >= 0 and member != self._untyped_member:
+            if self._types(call.name, call.members[member][1]):
+                return None  # coercion may rewrite this member: `feed` waits for its end
+            self._untyped_member = member
+        self.raw.append(text)
+        scan.text = ""  # grown through `body` alone, in place (see `_JsonScan.feed`)
+        body += text
+        scan.text = body
+        scan.pos = call.sent_to = len(body)
+        call.sent.append(text)
+        return item, text
 
     def close(self) -> list[tuple]:
         """The operations the end of the body makes certain; the region's value settles the rest."""

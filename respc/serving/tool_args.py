@@ -59,7 +59,47 @@ def call_parts(call: dict) -> tuple[Any, Any, Any]:
 
 
 def _escape(text: str) -> str:
+    # JSON escapes only quotes, backslashes and control characters, none of which printable text holds.
+    if text.isprintable() and '"' not in text and "\\" not in text:
+        return text
     return json.dumps(text, ensure_ascii=False)[1:-1]
+
+
+_TAIL_LEAD = ("\\s*", "\\s+", "")  # a run of whitespace the tail may start with
+_CONTROL_ESCAPES = {"n": "\n", "t": "\t", "r": "\r"}
+_METACHARACTERS = frozenset("\\.^$*+?{}[]|()")
+
+
+def tail_start(after: str) -> tuple[str, bool] | None:
+    """For a tail pattern `after` that is a literal, after a whitespace run or not (`\\s*</parameter>`):
+    (the literal's first character, whether the run is there). None for any other pattern.
+
+    A match of such a tail, whole or partial, starts at that character, or at whitespace that runs up to
+    it or to the end of the text: text after a point with neither holds none (but the empty partial match
+    at its very end, which every pattern has)."""
+    if "|" in after or "(?" in after:
+        return None  # another branch, or a flag, may start the match with anything
+    for lead in _TAIL_LEAD:
+        if lead and not after.startswith(lead):
+            continue
+        rest = after[len(lead) :]
+        if rest[:1] == "\\" and len(rest) > 1 and (not rest[1].isalnum() or rest[1] in _CONTROL_ESCAPES):
+            first = _CONTROL_ESCAPES.get(rest[1], rest[1])
+        elif rest and rest[0] not in _METACHARACTERS:
+            first = rest[0]
+        else:
+            continue
+        if rest[2 if rest[0] == "\\" else 1 :][:1] in ("*", "?", "{"):
+            continue  # the first character is optional: it need not start the match
+        return first, bool(lead)
+    return None
+
+
+def holds_no_tail(start: tuple[str, bool], text: str, since: int) -> bool:
+    """Whether `text` from `since` holds no match of the tail `start` describes (`tail_start`). (`isspace`
+    takes every character the `regex` module's `\\s` takes, and four more, so it never misses a run.)"""
+    first, lead = start
+    return text.find(first, since) < 0 and not (lead and text[-1:].isspace())
 
 
 class Stripper:
@@ -111,6 +151,9 @@ class XmlTags:
     # greedy or alternating value can still change as text arrives (`[1` becomes `[1, 2]`), so its tag
     # is certain only once the region has closed.
     lazy: bool = True
+    # What a match of `tail` starts with (`tail_start`), or None when that cannot be told: text without
+    # it holds no tail, which spares the tail's (costlier) partial search on most feeds.
+    tail_start: tuple[str, bool] | None = None
 
 
 @dataclass(frozen=True)
@@ -207,7 +250,14 @@ def _xml_tags(args: dict) -> XmlTags | None:
         except regex.error:  # a backreference to the key: the value is sent when its tag completes
             tail = None
     value_parser = args.get("value_parser")
-    return XmlTags(tag, head, tail, value_parser if isinstance(value_parser, dict) else None, inside == ".*?")
+    return XmlTags(
+        tag,
+        head,
+        tail,
+        value_parser if isinstance(value_parser, dict) else None,
+        inside == ".*?",
+        tail_start(after) if tail is not None else None,
+    )
 
 
 def shape_of(spec: dict, target: str | Target | None = None) -> CallShape:
@@ -822,8 +872,12 @@ class _XmlArgs:
             tail = None
             if tags.tail is not None:
                 # The tail cannot start before where it last could: a long value is searched once, not per feed.
-                tail = tags.tail.search(body, param["since"], partial=True)
-                param["since"] = tail.start() if tail is not None else len(body)
+                start = tags.tail_start
+                if start is not None and holds_no_tail(start, body, param["since"]):
+                    param["since"] = len(body)  # no character after `since` can start the tail
+                else:
+                    tail = tags.tail.search(body, param["since"], partial=True)
+                    param["since"] = tail.start() if tail is not None else len(body)
             if tags.tail is None or (tail is not None and not tail.partial):
                 whole = tags.tag.match(body, param["start"])
                 unsure = whole is not None and (whole.end() == len(body) or not tags.lazy)

@@ -639,9 +639,19 @@ class ToolRegion:
 
     def feed_in_string(self, text: str) -> tuple[int, str] | None:
         """(item, arguments text) for a chunk that only extends a JSON string inside the arguments of the
-        region's one call (no quote, no backslash, nothing held back): the commonest chunk of a long
-        argument. `feed` would walk it character run by run and render it from the body to the same
+        region's one call (no quote, no backslash, nothing held back), or an xml-inline string value being
+        sent (`_XmlArgs.feed_in_value`): the commonest chunk of a long argument. `feed` would walk it character run by run and render it from the body to the same
         text; this skips both. None when the chunk is not such (the caller then uses `feed`)."""
+        if self.mode == "xml":
+            call = self.calls.get(0)
+            if call is None or not call.announced:
+                return None
+            sent = self.xml.feed_in_value(text)
+            if sent is None:
+                return None
+            self.raw.append(text)
+            call.sent.append(sent)
+            return 0, sent
         if self.mode != "json" or self.dialect is not None or len(self.calls) != 1:
             return None
         scan = self.scan
@@ -900,6 +910,32 @@ class _XmlArgs:
                 out.append(self._member(param) + _escape(piece))
             break
         return "".join(out)
+
+    def feed_in_value(self, text: str) -> str | None:
+        """The arguments text for a chunk that only extends a string value being sent: no tail can start
+        in it (`holds_no_tail`), none was partly matched before it, and stripping holds nothing back. That
+        is `feed`'s answer without its searches; None when the chunk is not such (then call `feed`)."""
+        param, start = self.param, self.tags.tail_start
+        if param is None or start is None or self.lost or not text or param["mode"] != "string":
+            return None
+        body = self.body
+        strip = param["strip"]
+        if (
+            param["since"] != len(body)
+            or param["seen"] != len(body) - param["at"]
+            or not param.get("opened")
+            or strip.held
+            or (strip.strip and (not strip.started or text[-1].isspace()))
+            or not holds_no_tail(start, text, 0)
+        ):
+            return None
+        self.body = ""  # grown through `body` alone, in place (see `_JsonScan.feed`)
+        body += text
+        self.body = body
+        param["since"] = len(body)
+        param["seen"] = len(body) - param["at"]
+        param["sent"].append(text)
+        return _escape(text)
 
     def finish(self) -> str | None:
         """The closing brace, or None when what was sent cannot equal the final arguments."""

@@ -154,17 +154,35 @@ JSON_ARGUMENT_TEXTS = [
 ]
 
 
-@pytest.mark.parametrize("name", ["smollm", "preset:qwen3", "preset:llama3_json", "preset:mistral_v11"])
+XML_ARGUMENT_TEXTS = [
+    '<tool_call>\n<function=write>\n<parameter=text>\n  a long value, with "quotes", \\ and é <b>  \n'
+    "</parameter>\n<parameter=n>\n7\n</parameter>\n</function>\n</tool_call>",
+    "<tool_call>\n<function=write>\n<parameter=text>\ncut off in the middle of a val",
+]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "smollm",
+        "preset:qwen3",
+        "preset:llama3_json",
+        "preset:mistral_v11",
+        "serving_qwen3_5",
+        "preset:qwen3_5",
+        "preset:minimax_m2",
+    ],
+)
 def test_the_in_string_fast_path_sends_what_the_general_path_sends(
     name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """DeltaStream sends a chunk inside a JSON argument string without walking or rendering the body
-    (`ToolRegion.feed_in_string`); with that path turned off, every stream must give the same deltas
+    """DeltaStream sends a chunk inside a JSON argument string, or an xml-inline string value, without
+    walking, searching or rendering the body (`ToolRegion.feed_in_string`); with that path turned off, every stream must give the same deltas
     and the same end, with tools typing an argument or not, under any chunking."""
     from respc.serving.tool_args import ToolRegion
 
     module = module_of(name)
-    texts = [case["text"] for case in cases_of(name)] + JSON_ARGUMENT_TEXTS
+    texts = [case["text"] for case in cases_of(name)] + JSON_ARGUMENT_TEXTS + XML_ARGUMENT_TEXTS
     schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
     tools = [{"type": "function", "function": {"name": "write", "parameters": schema}}]
     fast = ToolRegion.feed_in_string

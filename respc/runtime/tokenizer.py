@@ -3,7 +3,8 @@
 `tokenizer.parse_response` and `tokenizer.get_response_parser` in transformers 5.23.0 accept token ids,
 batches and arrays, and decode them keeping special tokens (many delimiters are special tokens). This
 module gives compiled parsers the same entry points on top of a `tokenizers.Tokenizer` (the optional
-`tokenizers` package, imported only when a `tokenizer.json` is read) or of any object with a
+`tokenizers` package, imported only when a `tokenizer.json` is read), of a transformers tokenizer (its
+`decode`, through its `tokenizers` backend where that gives the same text), or of any object with a
 transformers-style `decode(ids, skip_special_tokens=...)`. numpy and torch are never imported: arrays
 are recognised only when their library is already loaded, since only then can the caller hold one.
 """
@@ -47,6 +48,10 @@ STREAM_PREFIX_NOT_SINGLE = (
 _CLEAN_UP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"))
 _CLEAN_UP += ((" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
 
+_NO_CLEAN_UP_STREAM = (
+    "streaming from token ids is not supported for a tokenizer with clean_up_tokenization_spaces=True; "
+    "decode the ids and feed the text"
+)
 _INSTALL_HINT = "reading tokenizer.json needs the `tokenizers` package: pip install 'respc[tokenizers]'"
 
 
@@ -132,11 +137,70 @@ class _TokenizersDecoder(TokenDecoder):
         if self.clean_up:
             # The clean-up rewrites text across token boundaries, so a prefix of the ids does not
             # decode to a prefix of the text; no incremental decoder can match `decode` then.
-            raise ValueError(
-                "streaming from token ids is not supported for a tokenizer with "
-                "clean_up_tokenization_spaces=True; decode the ids and feed the text"
-            )
+            raise ValueError(_NO_CLEAN_UP_STREAM)
         return _DecodeStream(self.tokenizer, self.decode_one)
+
+
+class _TransformersDecoder(TokenDecoder):
+    """A transformers tokenizer: the text of its `decode(ids)`, taken from its `tokenizers` backend directly
+    while the tokenizer decodes as transformers' fast tokenizers do (same calls, without the Python layers
+    between: they cost as much as the decoding itself), else from `decode` itself."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+        # transformers is loaded (the caller holds one of its tokenizers): its own functions, not copies.
+        self._to_py_obj = sys.modules["transformers.utils.generic"].to_py_obj
+        base = sys.modules["transformers.tokenization_utils_base"].PreTrainedTokenizerBase
+        backend = sys.modules.get("transformers.tokenization_utils_tokenizers")
+        fast = getattr(backend, "TokenizersBackend", None)
+        self._plain = (base.decode, getattr(fast, "_decode", None))
+
+    def backend(self) -> Any:
+        """The `tokenizers.Tokenizer` whose `decode(ids, skip_special_tokens=False)` is `decode(ids)` now, or
+        None: a class or instance that decodes its own way, or clean-up of spaces (a Python rewrite)."""
+        tokenizer = self.tokenizer
+        kind = type(tokenizer)
+        if kind.decode is not self._plain[0] or kind._decode is not self._plain[1]:
+            return None
+        own = tokenizer.__dict__
+        if "decode" in own or "_decode" in own or tokenizer.clean_up_tokenization_spaces:
+            return None
+        return tokenizer._tokenizer
+
+    def decode(self, token_ids: Any) -> str | list[str]:
+        """`tokenizer.decode(token_ids)`: one str for a sequence, a list for a batch."""
+        backend = self.backend()
+        if backend is None:
+            return self.tokenizer.decode(token_ids)
+        token_ids = self._to_py_obj(token_ids)
+        if (
+            isinstance(token_ids, (list, tuple))
+            and len(token_ids) > 0
+            and isinstance(token_ids[0], (list, tuple))
+        ):
+            return [_backend_decode(backend, ids) for ids in token_ids]
+        return _backend_decode(backend, token_ids)
+
+    def decode_one(self, ids: list[int]) -> str:
+        backend = self.backend()
+        return self.tokenizer.decode(ids) if backend is None else _backend_decode(backend, ids)
+
+    def stream(self) -> IdStream:
+        if self.tokenizer.clean_up_tokenization_spaces:
+            raise ValueError(_NO_CLEAN_UP_STREAM)
+        backend = self.backend()
+        return (
+            _PrefixDiffStream(self.decode_one) if backend is None else _DecodeStream(backend, self.decode_one)
+        )
+
+
+def _backend_decode(backend: Any, ids: Any) -> str:
+    """transformers' `TokenizersBackend._decode(ids)` with its defaults, less the clean-up it would skip."""
+    if isinstance(ids, int):
+        ids = [ids]
+    if isinstance(ids, dict):
+        ids = ids["input_ids"]
+    return backend.decode(ids, skip_special_tokens=False)
 
 
 class _MethodDecoder(TokenDecoder):
@@ -158,7 +222,8 @@ def _tokenizers_module() -> Any:
 
 
 def load_tokenizer(source: Any) -> TokenDecoder:
-    """A decoder for a tokenizer.json path, a model directory, a `tokenizers.Tokenizer` or a `decode` object.
+    """A decoder for a tokenizer.json path, a model directory, a `tokenizers.Tokenizer`, a transformers
+    tokenizer or another `decode` object.
 
     A model directory's `tokenizer_config.json` supplies `clean_up_tokenization_spaces`, as transformers
     reads it there.
@@ -170,6 +235,9 @@ def load_tokenizer(source: Any) -> TokenDecoder:
     tokenizers = sys.modules.get("tokenizers")
     if tokenizers is not None and isinstance(source, tokenizers.Tokenizer):
         return _TokenizersDecoder(source)
+    base = sys.modules.get("transformers.tokenization_utils_base")
+    if base is not None and isinstance(source, base.PreTrainedTokenizerBase):
+        return _TransformersDecoder(source)
     if callable(getattr(source, "decode", None)):
         return _MethodDecoder(source)
     raise TypeError(

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from respc.runtime.targets import get_target, installed_target
+from respc.runtime.targets import DEFAULT_TARGET, get_target, installed_target
 from respc.runtime.tokenizer import STREAM_PREFIX_NOT_SINGLE, load_tokenizer, parse_with_tokenizer
 
 __all__ = ["Acceleration", "accelerate", "accelerated", "acceleration_of"]
@@ -80,14 +80,15 @@ def _module(template: Any, target: str) -> types.ModuleType:
     from respc._compile import cache_dir, compile_template
     from respc._hash import template_hash
 
-    try:
-        name = _presets_by_hash().get(template_hash(template))
-    except (TypeError, ValueError, RecursionError):  # not JSON-like data: compiling says what is wrong
-        name = None
-    if name is not None:
-        from respc.registry import load_preset
+    if target == DEFAULT_TARGET:  # the shipped modules' target; for another, compiling says what it lacks
+        try:
+            name = _presets_by_hash().get(template_hash(template))
+        except (TypeError, ValueError, RecursionError):  # not JSON-like data: compiling says what is wrong
+            name = None
+        if name is not None:
+            from respc.registry import load_preset
 
-        return load_preset(name, target)
+            return load_preset(name)
     return compile_template(template, target=target, cache=cache_dir())
 
 

@@ -7,8 +7,9 @@ prompt's ids as `prefix` and tools given, as TRL's trainers call `tokenizer.pars
 (`trl.chat_template_utils.parse_response`). The tokenizer is a real one: a byte-level BPE trained on the
 shape's responses, saved as a model directory and loaded with `AutoTokenizer` (transformers 5.24.0). Three
 workloads per shape, each for transformers and for the same tokenizer accelerated: the whole call (ids in:
-decoding is part of it), the parse alone (text in), and the decoding alone (`tokenizer.decode` against the
-`tokenizers` backend that the accelerated call decodes with). The loops' results are checked equal first.
+decoding is part of it), the parse alone (text in), and the decoding alone (`tokenizer.decode`, its
+`tokenizers` backend called directly, and the decoder the accelerated call uses). The loops' results are
+checked equal first.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from transformers import AutoTokenizer
 from workloads import SHAPES, response, template
 
 import respc
+from respc.runtime.tokenizer import load_tokenizer
 
 COMPLETIONS = 1_000
 TOKENS = 1_000  # about, per completion
@@ -103,12 +105,14 @@ def decode_loop(decode: Any, completions: list[list[int]]) -> list[str]:
     return [decode(ids) for ids in completions]
 
 
-@pytest.mark.parametrize("impl", ["transformers", "respc"])
+@pytest.mark.parametrize("impl", ["transformers", "tokenizers", "respc"])
 @pytest.mark.parametrize("workload", ["rollout", "parse", "decode"])
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_rollout(benchmark: Any, shape: str, workload: str, impl: str) -> None:
+    if impl == "tokenizers" and workload != "decode":
+        pytest.skip("the tokenizers backend only decodes")
     _, prompt_ids, completions, texts = rollouts(shape)
-    tokenizer = tokenizers(shape)[impl]
+    tokenizer = tokenizers(shape)["transformers" if impl == "tokenizers" else impl]
     benchmark.group = f"rollout {shape} {workload}"
     benchmark.extra_info.update(shape=shape, impl=impl, workload=workload, completions=len(completions))
     benchmark.extra_info["tokens"] = sum(map(len, completions)) / len(completions)
@@ -119,12 +123,11 @@ def test_rollout(benchmark: Any, shape: str, workload: str, impl: str) -> None:
         run, args = parse_loop, (tokenizer, PROMPT, texts)
         expected = parse_loop(tokenizers(shape)["transformers"], PROMPT, texts[:50])
     else:
-        backend = tokenizer.backend_tokenizer
-        decode = (
-            tokenizer.decode
-            if impl == "transformers"
-            else functools.partial(backend.decode, skip_special_tokens=False)
-        )
+        decode = {
+            "transformers": tokenizer.decode,
+            "tokenizers": functools.partial(tokenizer.backend_tokenizer.decode, skip_special_tokens=False),
+            "respc": load_tokenizer(tokenizer).decode,  # what the accelerated call decodes with
+        }[impl]
         run, args = decode_loop, (decode, completions)
         expected = texts[:50]
     assert run(*args[:-1], args[-1][:50]) == expected

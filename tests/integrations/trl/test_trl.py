@@ -176,16 +176,23 @@ def test_trl_parse_response_is_unchanged_by_accelerate(family: str, tmp_path: Pa
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_accelerate_after_add_response_schema_chains(family: str, tmp_path: Path) -> None:
-    """The TRL recipe in one line, `respc.accelerate(add_response_schema(tokenizer))`, and TRL's own
-    `parse_response` without a prefix (its legacy call: transformers raises, TRL decodes the text)."""
+    """The TRL recipe in one line, `respc.accelerate(add_response_schema(tokenizer))`; TRL's own
+    `parse_response` without a prefix (its legacy call: transformers raises, TRL decodes the text); and
+    torch tensors as ids (1-D, and a 2-D batch), which TRL's trainers hold."""
+    import torch
+
     tokenizer, rollouts = _rollouts(tmp_path, family)
     prompt_ids, ids = rollouts[0]
-    expected = [
-        trl_templates.parse_response(tokenizer, ids, prefix=prompt_ids),
-        trl_templates.parse_response(tokenizer, ids),
-    ]
+    tensors = (torch.tensor(ids), torch.tensor([ids, ids]))
+
+    def calls() -> list:
+        return [
+            trl_templates.parse_response(tokenizer, ids, prefix=prompt_ids),
+            trl_templates.parse_response(tokenizer, ids),
+            tokenizer.parse_response(tensors[0], prefix=torch.tensor(prompt_ids)),
+            tokenizer.parse_response(tensors[1], prefix=prompt_ids),
+        ]
+
+    expected = calls()
     assert respc.accelerate(trl_templates.add_response_schema(tokenizer)) is tokenizer
-    assert [
-        trl_templates.parse_response(tokenizer, ids, prefix=prompt_ids),
-        trl_templates.parse_response(tokenizer, ids),
-    ] == expected
+    assert calls() == expected

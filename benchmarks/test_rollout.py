@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from support.models import model_dir, trained_tokenizer
+from timing import record_pairs
 from transformers import AutoTokenizer
 from workloads import SHAPES, response, template
 
@@ -112,6 +113,8 @@ def test_rollout(benchmark: Any, shape: str, workload: str, impl: str) -> None:
     if impl == "tokenizers" and workload != "decode":
         pytest.skip("the tokenizers backend only decodes")
     _, prompt_ids, completions, texts = rollouts(shape)
+    if benchmark.disabled:  # CI runs each benchmark once so that it cannot rot: a tenth of the loop will do
+        completions, texts = completions[:100], texts[:100]
     tokenizer = tokenizers(shape)["transformers" if impl == "tokenizers" else impl]
     benchmark.group = f"rollout {shape} {workload}"
     benchmark.extra_info.update(shape=shape, impl=impl, workload=workload, completions=len(completions))
@@ -132,3 +135,26 @@ def test_rollout(benchmark: Any, shape: str, workload: str, impl: str) -> None:
         expected = texts[:50]
     assert run(*args[:-1], args[-1][:50]) == expected
     benchmark.pedantic(run, args, rounds=3, iterations=1, warmup_rounds=1)
+
+
+@pytest.mark.parametrize("workload", ["rollout", "parse", "decode"])
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_rollout_paired(benchmark: Any, shape: str, workload: str) -> None:
+    """transformers' time over respc's, both timed back to back in each round (the machine's drift
+    cancels): `extra_info["median"]` is the speed-up. 200 completions a round."""
+    _, prompt_ids, completions, texts = rollouts(shape)
+    plain, fast = tokenizers(shape)["transformers"], tokenizers(shape)["respc"]
+    completions, texts = completions[:200], texts[:200]
+    if workload == "rollout":
+        ours, other = (lambda: rollout_loop(fast, prompt_ids, completions)), (
+            lambda: rollout_loop(plain, prompt_ids, completions)
+        )
+    elif workload == "parse":
+        ours, other = (lambda: parse_loop(fast, PROMPT, texts)), (lambda: parse_loop(plain, PROMPT, texts))
+    else:
+        decoder = load_tokenizer(fast)
+        ours, other = (lambda: decode_loop(decoder.decode, completions)), (
+            lambda: decode_loop(plain.decode, completions)
+        )
+    assert ours() == other()
+    record_pairs(benchmark, f"rollout {shape} {workload}", ours, other, repeat=(1, 1), rounds=9)

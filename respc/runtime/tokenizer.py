@@ -189,7 +189,9 @@ class _TransformersDecoder(TokenDecoder):
 
     def decode_one(self, ids: list[int]) -> str:
         backend = self.backend()
-        return self.tokenizer.decode(ids) if backend is None else _backend_decode(backend, ids)
+        if backend is None:  # as `_MethodDecoder`, for tokenizers that decode their own way (vLLM's too)
+            return self.tokenizer.decode(ids, skip_special_tokens=False)
+        return _backend_decode(backend, ids)
 
     def _decode_ints(self, backend: Any, ids: list[int]) -> str:
         """`backend.decode(ids, skip_special_tokens=False)` for a list of ints; from a table of each token's
@@ -202,8 +204,8 @@ class _TransformersDecoder(TokenDecoder):
         return b"".join(map(table.tokens.__getitem__, ids)).decode("utf-8", "replace")
 
     def stream(self) -> IdStream:
-        if self.tokenizer.clean_up_tokenization_spaces:
-            raise ValueError(_NO_CLEAN_UP_STREAM)
+        # With clean-up (older configs turn it on), prefix diffing as for any `decode` object: the best an
+        # incremental decoder can do when a prefix of the ids need not decode to a prefix of the text.
         backend = self.backend()
         return (
             _PrefixDiffStream(self.decode_one) if backend is None else _DecodeStream(backend, self.decode_one)

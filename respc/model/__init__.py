@@ -9,6 +9,7 @@ Loading a warm cache needs neither the compiler extra nor transformers nor torch
 
 from __future__ import annotations
 
+import contextlib
 import os
 import types
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from respc._compile import CACHE_ENV, cache_dir, compile_template
+from respc._io import InputError
 from respc.model.detect import Detection, chat_templates, detect
 from respc.model.sources import (
     ResponseTemplateNotFound,
@@ -40,8 +42,10 @@ __all__ = [
     "chat_templates",
     "detect",
     "for_model",
+    "for_tokenizer",
     "load_source",
     "model_template",
+    "tokenizer_detection",
     "write_response_template",
 ]
 
@@ -83,7 +87,8 @@ def for_model(
     preset: str | None = None,
     infer: bool = False,
 ) -> ModelParser:
-    """The parser for the model directory `path`, bound to its tokenizer.json.
+    """The parser for the model directory `path` (or a repository id in the local Hugging Face cache:
+    `respc.model.hub`; never downloaded), bound to its tokenizer.json.
 
     The parser is the shipped preset named `preset` when given (it replaces detection, the directory's
     own `response_template` included: use it to settle a `respc.AmbiguousPreset` or a model no preset
@@ -96,7 +101,7 @@ def for_model(
     """
     from respc.registry import load_preset
 
-    path = Path(path)
+    path = _model_path(path)
     if preset is not None:
         if not path.is_dir():
             from respc._io import InputError
@@ -114,6 +119,84 @@ def for_model(
         return ModelParser(path, load_preset(name, target), load_tokenizer(path), f"preset {name}")
     module = compile_template(template, target=target, cache=cache_dir() if cache is None else cache)
     return ModelParser(path, module, load_tokenizer(path), "tokenizer_config.json")
+
+
+def _model_path(path: str | os.PathLike) -> Path:
+    """A model directory as given, or the cached snapshot of a repository id that is not a directory."""
+    from respc.model import hub
+
+    if isinstance(path, str) and not Path(path).exists() and hub.is_repo_id(path):
+        return hub.snapshot(path)
+    return Path(path)
+
+
+def for_tokenizer(
+    tokenizer: Any,
+    *,
+    target: str | None = None,
+    preset: str | None = None,
+    cache: str | os.PathLike | None = None,
+) -> ModelParser:
+    """The parser for a loaded transformers tokenizer (or a processor's), bound to it: decoding ids as its
+    `decode` does. The parser is the preset named `preset` when given, else the tokenizer's
+    `response_template` (as it is now), else the shipped preset respc detects for it (directory or cached
+    repository, chat template; `origin` says which and why). `target` defaults to the installed
+    transformers' release (`respc.runtime.targets.installed_target`).
+    """
+    from respc.registry import load_preset
+    from respc.runtime.targets import installed_target
+
+    if "ProcessorMixin" in {kind.__name__ for kind in type(tokenizer).__mro__}:
+        tokenizer = tokenizer.tokenizer
+    target = installed_target() if target is None else target
+    path = Path(getattr(tokenizer, "name_or_path", "") or ".")
+    decoder = load_tokenizer(tokenizer)
+    if preset is not None:
+        return ModelParser(path, load_preset(preset, target), decoder, f"preset {preset}")
+    template = getattr(tokenizer, "response_template", None)
+    if template is not None:
+        module = compile_template(template, target=target, cache=cache_dir() if cache is None else cache)
+        return ModelParser(path, module, decoder, "the tokenizer's response_template")
+    found = tokenizer_detection(tokenizer)
+    evidence = ", ".join(found.evidence)
+    origin = f"preset {found.preset} ({found.by}: {evidence})"
+    return ModelParser(path, load_preset(found.preset, target), decoder, origin, found.evidence)
+
+
+def tokenizer_detection(tokenizer: Any) -> Detection:
+    """The shipped preset for a loaded tokenizer that has no `response_template`, detected from its model
+    directory (or its repository's cached snapshot), else from its loaded chat template; a tokenizer none
+    matches raises `ResponseTemplateNotFound`, one line naming what was tried."""
+    from respc.model import hub
+    from respc.registry import PresetNotFound
+
+    name = getattr(tokenizer, "name_or_path", None) or type(tokenizer).__name__
+    sources: list[Any] = []
+    if Path(name).is_dir():
+        sources.append(Path(name))
+    elif hub.is_repo_id(name):
+        with contextlib.suppress(InputError):  # not cached: the chat template may still tell
+            sources.append(hub.snapshot(name))
+    chat_template = getattr(tokenizer, "chat_template", None)
+    if isinstance(chat_template, dict):
+        chat_template = "\n".join(text for text in chat_template.values() if isinstance(text, str))
+    if isinstance(chat_template, str) and chat_template:
+        sources.append(chat_template)
+    tried = []
+    for source in sources:
+        try:
+            found = detect(source)
+        except (PresetNotFound, InputError) as error:
+            tried.append(str(error))
+            continue
+        if (
+            found.preset is not None
+        ):  # else the directory's own template, which this tokenizer no longer holds
+            return found
+    raise ResponseTemplateNotFound(
+        f"{name}: no response_template, and no shipped preset detected "
+        f"({'; '.join(tried) or 'no model directory, cached repository or chat template to detect from'})"
+    )
 
 
 def _inferred(path: Path, not_found: str, *, cache: Any, target: str | None) -> ModelParser:

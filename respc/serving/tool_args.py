@@ -913,29 +913,32 @@ class _XmlArgs:
 
     def feed_in_value(self, text: str) -> str | None:
         """The arguments text for a chunk that only extends a string value being sent: no tail can start
-        in it (`holds_no_tail`), none was partly matched before it, and stripping holds nothing back. That
-        is `feed`'s answer without its searches; None when the chunk is not such (then call `feed`)."""
+        in the text not yet sent nor in the chunk (`holds_no_tail`, read on both), and the chunk ends the
+        value's text so far with something stripping keeps. That is `feed`'s answer without its searches
+        (a whitespace run held back as a possible tail start goes with it); None when the chunk is not
+        such (then call `feed`)."""
         param, start = self.param, self.tags.tail_start
         if param is None or start is None or self.lost or not text or param["mode"] != "string":
             return None
-        body = self.body
+        body, since = self.body, param["since"]
         strip = param["strip"]
         if (
-            param["since"] != len(body)
-            or param["seen"] != len(body) - param["at"]
+            param["at"] + param["seen"] != since
             or not param.get("opened")
-            or strip.held
             or (strip.strip and (not strip.started or text[-1].isspace()))
+            or body.find(start[0], since) >= 0
             or not holds_no_tail(start, text, 0)
         ):
             return None
+        piece = strip.held + body[since:] + text if strip.strip else body[since:] + text
+        strip.held = ""
         self.body = ""  # grown through `body` alone, in place (see `_JsonScan.feed`)
         body += text
         self.body = body
         param["since"] = len(body)
         param["seen"] = len(body) - param["at"]
-        param["sent"].append(text)
-        return _escape(text)
+        param["sent"].append(piece)
+        return _escape(piece)
 
     def finish(self) -> str | None:
         """The closing brace, or None when what was sent cannot equal the final arguments."""

@@ -89,6 +89,7 @@ def input_of(name: str, format: str | None = None) -> Input:
     if path.is_dir():
         found = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith((".", "_")))
         kinds = {SUFFIXES[p.suffix] for p in found if p.suffix in SUFFIXES}
+        named = format is not None
         if format is None:
             if len(kinds) != 1:
                 what = "both .jsonl and .parquet" if kinds else "no .jsonl or .parquet files"
@@ -96,8 +97,9 @@ def input_of(name: str, format: str | None = None) -> Input:
                     f"{path}: a directory of shards needs one format; it holds {what} (use --format)"
                 )
             format = kinds.pop()
-        # Shards are the files named for the format (`--format` also takes files with no suffix at all).
-        files = tuple(p for p in found if SUFFIXES.get(p.suffix) == format or not p.suffix)
+        # Shards are the files named for the format; a format named (`--format`) also takes files with no
+        # suffix at all (a README beside the shards is then read as one).
+        files = tuple(p for p in found if SUFFIXES.get(p.suffix) == format or (named and not p.suffix))
         if not files:
             raise InputError(f"{path}: no {format} files in the directory")
         return Input(str(path), format, files)

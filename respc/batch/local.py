@@ -26,7 +26,7 @@ from respc.batch.files import (
     read_chunks,
     require_pyarrow,
 )
-from respc.batch.records import Columns, ParserSource, RecordParser, ordered_map
+from respc.batch.records import CUT_OFF_END, Columns, ParserSource, RecordParser, ordered_map
 
 __all__ = ["CHUNK_ROWS", "Job", "Summary", "count_failed", "failed_mask", "run_local", "write_outputs"]
 
@@ -44,6 +44,7 @@ class Job:
     tools: list | None = None
     layout: str = "json"
     errors: str = "strict"
+    strict_end: bool = False  # a response that ends inside a region fails (`respc.batch.records`)
 
     @property
     def lines_only(self) -> bool:
@@ -76,6 +77,7 @@ class Job:
 class Summary:
     records: int
     failed: int
+    cut_off: int = 0  # records whose response ended inside a region (failed too with `strict_end`)
 
 
 def run_local(job: Job, *, workers: int = 1, progress: Callable[[int], None] | None = None) -> Summary:
@@ -98,12 +100,14 @@ def write_outputs(job: Job, done: Iterator, empty: Any, progress: Callable[[int]
         from respc.batch.arrow import IdTyping
 
         typing = IdTyping()
-    records = failed = 0
+    records = failed = cut_off = 0
     with open_sink(job.output, empty) as sink:
         for where, file, kind, payload, count, bad in done:
             if kind == "lines":
                 sink.write_lines(payload)
+                cut_off += sum(line.endswith(CUT_OFF_END) for line in payload)
             else:
+                cut_off += payload.column("cut_off").to_pylist().count(True)
                 for table in typing.feed(payload, file) if typing is not None else (payload,):
                     try:
                         sink.write_table(table)
@@ -115,7 +119,7 @@ def write_outputs(job: Job, done: Iterator, empty: Any, progress: Callable[[int]
                 progress(count)
         for table in typing.flush() if typing is not None else ():
             sink.write_table(table)
-    return Summary(records, failed)
+    return Summary(records, failed, cut_off)
 
 
 # The parser of this process (a pool worker's own): set by `_init_worker`.
@@ -126,7 +130,9 @@ def _init_worker(job: Job) -> None:
     if multiprocessing.parent_process() is not None:  # a pool worker: signals are the parent's to handle
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the pool ends its workers with SIGTERM
-    records = RecordParser(job.source.load(), tools=job.tools, columns=job.columns, errors=job.errors)
+    records = RecordParser(
+        job.source.load(), tools=job.tools, columns=job.columns, errors=job.errors, strict_end=job.strict_end
+    )
     _STATE.update(job=job, records=records)
     if not job.lines_only:
         from respc.batch.arrow import TableParser

@@ -31,12 +31,30 @@ __all__ = ["build_parser", "main"]
 COMMANDS = (compile_command, explain, presets, regen, parse, check, infer)
 
 
+class CommandParser(argparse.ArgumentParser):
+    """A subcommand's parser: no abbreviated options (argparse would take `--prompt` for
+    `--prompt-field`, a different option, without a word), and `-v` after the subcommand too."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(allow_abbrev=False, **kwargs)
+        self.add_argument(
+            "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=VERBOSE_HELP
+        )
+
+
+VERBOSE_HELP = "show the traceback of an error"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the `respc` command and its subcommands."""
-    parser = argparse.ArgumentParser(prog="respc", description="Compile Hugging Face response templates.")
+    parser = argparse.ArgumentParser(
+        prog="respc", description="Compile Hugging Face response templates.", allow_abbrev=False
+    )
     parser.add_argument("--version", action="version", version=f"respc {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="show the traceback of an error")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=CommandParser
+    )
     for command in COMMANDS:
         command.register(commands)
     return parser

@@ -651,13 +651,26 @@ class CompiledParser:
         The oracle feeds the text and then finalizes; a pass that holds back nothing (end of stream)
         reaches the same message, because holding only delays text, never reorders or drops it.
         """
+        return cls(prefix, tools=tools, errors=errors)._whole(text)
+
+    @classmethod
+    def parse_cut_off(
+        cls, text: str, prefix: str | None, tools: list | None, errors: str
+    ) -> tuple[dict, Any]:
+        """`parse_whole`, and the field of the explicit region the text ended inside (None: none was
+        open). transformers closes such a region as if its delimiter had come (a truncated tool call
+        parses to a call with fewer arguments); the batch engines count and flag it as cut off."""
         parser = cls(prefix, tools=tools, errors=errors)
+        message = parser._whole(text)
+        return message, getattr(parser, "_cut_off", None)
+
+    def _whole(self, text: str) -> dict:
         if text:
-            parser._buf += text
-        parser._process(None, True)
-        message = parser._finish(None)
-        if parser.errors:
-            message["parse_errors"] = parser.errors
+            self._buf += text
+        self._process(None, True)
+        message = self._finish(None)
+        if self.errors:
+            message["parse_errors"] = self.errors
         return message
 
     @classmethod
@@ -765,6 +778,8 @@ class CompiledParser:
             if pos < len(buf):
                 self._route(events, buf[pos:])
                 self._pos = len(buf)
+            # (Set at the end of the stream only: an attribute fewer in `_start`, see there.)
+            self._cut_off = self._current if self._current != self.IMPLICIT else None
             self._close(events)
         elif hold > pos:
             self._route(events, buf[pos:hold])

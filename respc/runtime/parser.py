@@ -130,8 +130,28 @@ class CompiledParser:
         """A fresh copy of the template's `defaults`."""
         return {}
 
+    def __new__(
+        cls, prefix: Any = None, *, tools: list | None = None, errors: str = "strict", tokenizer: Any = None
+    ) -> Any:
+        """With a `tokenizer`, the parser as `tokenizer.get_response_parser` gives it (an id `prefix`,
+        `feed_ids(ids)`), as the module's `parse_response` takes `tokenizer=`; else a parser."""
+        if tokenizer is None:
+            return object.__new__(cls)
+        import functools
+
+        from respc.runtime.tokenizer import response_parser_with_tokenizer
+
+        return response_parser_with_tokenizer(
+            functools.partial(cls, errors=errors), prefix=prefix, tools=tools, tokenizer=tokenizer
+        )
+
     def __init__(
-        self, prefix: str | None = None, *, tools: list | None = None, errors: str = "strict"
+        self,
+        prefix: str | None = None,
+        *,
+        tools: list | None = None,
+        errors: str = "strict",
+        tokenizer: Any = None,  # (taken by `__new__`, which returns another object then)
     ) -> None:
         if prefix is None:
             raise ValueError(PREFIX_REQUIRED)

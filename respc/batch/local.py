@@ -8,6 +8,7 @@ through `TableParser` and the Arrow output schema.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import signal
@@ -56,6 +57,8 @@ class Job:
         written, the Parquet schemas. Returns the schema of an output with no records (Arrow outputs)."""
         self.source.load()
         check_output(self.output)
+        if self.input.format == "jsonl" and not self.input.stdin:
+            self.check_fields(next(read_chunks(self.input, CHUNK_ROWS), None))
         if self.lines_only:
             return None
         require_pyarrow()
@@ -67,6 +70,26 @@ class Job:
                 self.input, self.columns, set(self.columns.required) | {self.columns.response}
             )
         return output_schema(id_type, self.layout)
+
+    def check_fields(self, chunk: Chunk | None) -> None:
+        """Stop before parsing when a field the records must have (the response, and any field named on
+        the command line) is in none of the first chunk's records: a misspelt `--response-field` would
+        otherwise fail every record of the run, one error row each."""
+        if chunk is None or chunk.table is not None:
+            return
+        found: dict[str, None] = {}
+        for line in chunk.lines:
+            with contextlib.suppress(ValueError, RecursionError):  # a bad line is that record's error
+                record = json.loads(line)
+                if isinstance(record, dict):
+                    found.update(dict.fromkeys(record))
+        if not found:
+            return
+        for name in (self.columns.response, *sorted(self.columns.required)):
+            if name not in found:
+                raise InputError(
+                    f"{chunk.where()}: no record has a field {name!r}; fields: {', '.join(map(str, found))}"
+                )
 
     def read_columns(self) -> list[str]:
         c = self.columns
@@ -84,12 +107,22 @@ def run_local(job: Job, *, workers: int = 1, progress: Callable[[int], None] | N
     """Run `job` in this process (`workers` 1) or a pool; returns how many records, how many failed."""
     empty = job.check()
     chunks = read_chunks(job.input, CHUNK_ROWS, job.read_columns())
+    if job.input.stdin:
+        chunks = _checked_first(job, chunks)
     if workers <= 1:
         _init_worker(job)
         done: Iterator = map(_parse_chunk, chunks)
     else:
         done = ordered_map(_parse_chunk, chunks, workers=workers, initializer=_init_worker, initargs=(job,))
     return write_outputs(job, done, empty, progress)
+
+
+def _checked_first(job: Job, chunks: Iterator[Chunk]) -> Iterator[Chunk]:
+    """`chunks`, the first checked by `Job.check_fields` (standard input cannot be read twice)."""
+    for number, chunk in enumerate(chunks):
+        if number == 0:
+            job.check_fields(chunk)
+        yield chunk
 
 
 def write_outputs(job: Job, done: Iterator, empty: Any, progress: Callable[[int], None] | None) -> Summary:

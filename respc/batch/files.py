@@ -273,7 +273,8 @@ def check_output(output: Output) -> None:
     path = output.path
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
-        raise OutputError(f"{path}: cannot write: {parent} is not a directory")
+        problem = "is not a directory" if parent.exists() else "does not exist"
+        raise OutputError(f"{path}: cannot write: {parent} {problem}")
     if not os.access(parent, os.W_OK):
         raise OutputError(f"{path}: cannot write: permission denied")
     if output.shards:

@@ -182,7 +182,7 @@ class RecordParser:
             if name not in record and name != columns.response:
                 return Result(record_id, None, ("InvalidRecord", f"field {name!r} is missing"), response)
         if not isinstance(response, str):
-            found = "missing" if columns.response not in record else f"a {_kind(response)}"
+            found = "missing" if columns.response not in record else _kind(response)
             message = f"field {columns.response!r} must be a string, got {found}"
             return Result(record_id, None, ("InvalidRecord", message), response)
         if prompt is not None and not isinstance(prompt, str):
@@ -212,8 +212,21 @@ class RecordParser:
             return None
 
 
+# What a record's value is, with its article, in the words of JSON (records come from JSON or Arrow).
+_KINDS = {
+    bool: "a boolean",
+    int: "an integer",
+    float: "a number",
+    str: "a string",
+    list: "a list",
+    dict: "an object",
+}
+
+
 def _kind(value: Any) -> str:
-    return type(value).__name__
+    if value is None:
+        return "null"
+    return _KINDS.get(type(value), f"a {type(value).__name__}")
 
 
 def _record_tools(value: Any, column: str) -> tuple[list | None, str | None]:

@@ -48,6 +48,9 @@ def source_of(args: argparse.Namespace) -> tuple[Any, str, str]:
         except PresetNotFound as error:
             raise UsageError(str(error)) from None
     template, name = load_source(args.source)
+    path = Path(args.source)
+    if args.source != "-" and path.is_dir():  # a model dir: its name may be the preset detected for it
+        return template, name, path.name if path.is_absolute() else path.as_posix()
     return template, name, name
 
 

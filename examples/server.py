@@ -1,6 +1,6 @@
 """An OpenAI- and Anthropic-compatible HTTP server on respc's wire formats, driven by a stand-in model.
 
-    pip install 'respc[serve]'
+    pip install '.[serve]'     # in respc's checkout, or pip install starlette uvicorn
     python examples/server.py --preset qwen3_5 --replay examples/server_replay.jsonl [--host 127.0.0.1] [--port 8000]
 
 `POST /v1/chat/completions`, `/v1/responses` and `/v1/messages`, with `"stream": true` (server-sent

@@ -134,7 +134,9 @@ def require_pyarrow() -> None:
     try:
         import pyarrow  # noqa: F401
     except ImportError:
-        raise InputError("Parquet and Arrow outputs need pyarrow: pip install 'respc[parquet]'") from None
+        from respc._extras import install_hint
+
+        raise InputError(f"Parquet and Arrow outputs need pyarrow: {install_hint('parquet')}") from None
 
 
 def check_parquet(source: Input, columns: Any, required: set[str]) -> Any:

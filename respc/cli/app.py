@@ -16,6 +16,7 @@ import traceback
 import warnings
 from typing import Any
 
+from respc._extras import install_hint
 from respc._io import InputError, OutputError
 from respc._version import __version__
 from respc.batch.records import WorkerDied
@@ -135,7 +136,7 @@ def _run(args: argparse.Namespace) -> int:
     except ImportError as error:
         module = (error.name or "").partition(".")[0]
         extra = EXTRAS.get(module, "compiler")
-        return _fail(args, f"{module or error}: install the {extra} extra: pip install 'respc[{extra}]'")
+        return _fail(args, f"{module or error}: install the {extra} extra: {install_hint(extra)}")
 
 
 def _fail(args: argparse.Namespace, message: str) -> int:

@@ -47,7 +47,7 @@ STREAM_PREFIX_NOT_SINGLE = (
 _CLEAN_UP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"))
 _CLEAN_UP += ((" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
 
-_INSTALL_HINT = "reading tokenizer.json needs the `tokenizers` package: pip install 'respc[tokenizers]'"
+_INSTALL_HINT = "reading tokenizer.json needs the `tokenizers` package: pip install tokenizers"
 
 
 def _loaded_types() -> tuple[tuple[type, ...], tuple[type, ...]]:

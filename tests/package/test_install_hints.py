@@ -4,9 +4,9 @@ packages each extra brings, as pyproject.toml declares them."""
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
 
+import tomllib
 from support.cli import ROOT, respc_cli
 
 from respc._extras import PACKAGES, install_hint

@@ -80,7 +80,7 @@ def test_check_reports_fresh_stale_and_missing(config_dir: Path, tmp_path: Path)
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        (None, "no such file"),
+        (None, "no such file or directory"),
         ('{"fields": {', "invalid JSON at line 1 column 13"),
         ('{"tokenizer_class": "X"}', "has no 'response_template' key"),
         ('{"response_template": null}', "'response_template' is null"),

@@ -445,7 +445,7 @@ def test_ray_keeps_columns_and_takes_any_batch_format(ray_cluster: Any, data: Pa
     source = ray.data.read_parquet(str(data / "records.parquet")).limit(20)
     kept = source.map_batches(ParseResponses, fn_constructor_kwargs={"preset": "qwen3", "keep_columns": True})
     table = pa.concat_tables(kept.iter_batches(batch_format="pyarrow", batch_size=None))
-    assert table.column_names == ["prompt", "response", "id", "message", "error", "raw_response"]
+    assert table.column_names == ["prompt", "response", "id", "message", "error", "raw_response", "cut_off"]
     assert table.column("response").to_pylist() == [r["response"] for r in _records(20)]
 
 

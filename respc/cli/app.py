@@ -20,7 +20,7 @@ from respc._extras import install_hint
 from respc._io import InputError, OutputError
 from respc._version import __version__
 from respc.batch.records import WorkerDied
-from respc.cli import check, explain, infer, parse, presets, regen
+from respc.cli import check, explain, infer, parse, presets, regen, serve
 from respc.cli import compile as compile_command
 from respc.cli.errors import UsageError
 from respc.model import ResponseTemplateNotFound
@@ -29,7 +29,7 @@ from respc.runtime.targets import UnknownTarget
 
 __all__ = ["build_parser", "main"]
 
-COMMANDS = (compile_command, explain, presets, regen, parse, check, infer)
+COMMANDS = (compile_command, explain, presets, regen, parse, serve, check, infer)
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -80,6 +80,8 @@ EXTRAS = {
     "pyarrow": "parquet",
     "ray": "ray",
     "datasets": "datasets",
+    "starlette": "serve",
+    "uvicorn": "serve",
 }
 
 

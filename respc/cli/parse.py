@@ -160,6 +160,13 @@ def _prefix(args: argparse.Namespace) -> str:
     return args.prefix or ""
 
 
+def load_parser(args: argparse.Namespace) -> tuple[Any, str]:
+    """The parser module `--preset`, `--template` or `--model` names, and its name (`respc serve`)."""
+    source, name = _source(args)
+    module = _load(source, name)
+    return module, (module.__name__.rpartition(".")[2] if source.preset is not None else name)
+
+
 def _input_format(args: argparse.Namespace) -> str:
     if args.jsonl:
         if args.format not in (None, "jsonl"):

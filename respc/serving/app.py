@@ -276,7 +276,13 @@ def create_app(
 
     async def models(request: Request) -> Response:
         if "anthropic-version" in request.headers:  # the Anthropic client's list of models
-            entry = {"type": "model", "id": name, "display_name": name, "created_at": "1970-01-01T00:00:00Z"}
+            entry = {
+                "type": "model",
+                "id": name,
+                "display_name": name,
+                "created_at": "1970-01-01T00:00:00Z",
+                "lifecycle": "active",
+            }
             return JSONResponse({"data": [entry], "has_more": False, "first_id": name, "last_id": name})
         entry = {"id": name, "object": "model", "created": 0, "owned_by": "respc"}
         return JSONResponse({"object": "list", "data": [entry]})

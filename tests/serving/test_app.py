@@ -5,6 +5,7 @@ engine behind it without examples/, and 64 concurrent official clients, some lea
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import http.client
 import json
@@ -264,3 +265,54 @@ def test_64_concurrent_streams_some_leaving_mid_stream_leave_nothing_behind(serv
             time.sleep(0.1)
         live_after.append(len(gc.get_objects()))
     assert live_after[2] - live_after[1] < 5_000, live_after  # flat: nothing accumulates per round
+
+
+def test_a_client_that_leaves_or_a_stream_that_fails_stops_the_generation() -> None:
+    """The model's iterator is closed, not read to its end, so an engine can stop generating."""
+    ends: list[tuple[str, int]] = []
+
+    class SlowEngine:
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def generate(self, request: dict) -> Generation:
+            self.calls += 1
+            broken = self.calls % 2 == 0  # every other generation: a malformed call, then more text
+
+            async def pieces() -> Iterator[str]:
+                sent = 0
+                try:
+                    if broken:
+                        yield '<tool_call>{"name": "f", "arguments": {"x": }}</tool_call>'
+                    for _ in range(400):
+                        await asyncio.sleep(0.005)
+                        sent += 1
+                        yield "word "
+                    ends.append(("finished", sent))
+                finally:
+                    if len(ends) < self.calls and sent < 400:
+                        ends.append(("closed", sent))
+
+            return Generation("", pieces(), lambda: Usage(0, 0))
+
+    async def leave(url: str) -> None:
+        async with openai.AsyncOpenAI(base_url=url + "/v1", **OPTIONS) as client:
+            stream = await client.chat.completions.create(model="m", messages=MESSAGES, stream=True)
+            count = 0
+            with contextlib.suppress(openai.APIError):  # the broken ones fail
+                async for _ in stream:
+                    count += 1
+                    if count == 3:
+                        await stream.close()
+                        return
+
+    with ThreadServer(create_app(respc.load_preset("qwen3"), SlowEngine())) as engine:
+        async def clients() -> None:
+            await asyncio.wait_for(asyncio.gather(*(leave(engine.url) for _ in range(16))), 60)
+
+        asyncio.run(clients())
+        deadline = time.monotonic() + 10
+        while len(ends) < 16:
+            assert time.monotonic() < deadline, ends
+            time.sleep(0.05)
+    assert all(kind == "closed" and sent < 100 for kind, sent in ends), ends

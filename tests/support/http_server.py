@@ -56,7 +56,7 @@ class ThreadServer:
         import uvicorn
 
         self.listener = socket.create_server(("127.0.0.1", 0))
-        self.url = "http://127.0.0.1:%d" % self.listener.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
         self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
         self.loop: asyncio.AbstractEventLoop | None = None
         self.started = threading.Event()

@@ -50,6 +50,7 @@ def _model_tokenizer(path: Path) -> TokenDecoder:
     except (FileNotFoundError, ImportError) as error:
         return _NoTokenizer(error)
 
+
 __all__ = [
     "CACHE_ENV",
     "Detection",

@@ -307,6 +307,7 @@ def test_a_client_that_leaves_or_a_stream_that_fails_stops_the_generation() -> N
                         return
 
     with ThreadServer(create_app(respc.load_preset("qwen3"), SlowEngine())) as engine:
+
         async def clients() -> None:
             await asyncio.wait_for(asyncio.gather(*(leave(engine.url) for _ in range(16))), 60)
 

@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 
 __all__ = ["PREFIX_REQUIRED", "CompiledParser"]
 
+_new = object.__new__
+
 PREFIX_REQUIRED = (
     "`ResponseParser`/`parse_response` requires `prefix` (the chat prompt sent to the model before "
     "generation), because chat templates often pre-write part of the assistant message (e.g. an "
@@ -671,7 +673,9 @@ class CompiledParser:
         The oracle feeds the text and then finalizes; a pass that holds back nothing (end of stream)
         reaches the same message, because holding only delays text, never reorders or drops it.
         """
-        return cls(prefix, tools=tools, errors=errors)._whole(text)
+        parser = _new(cls)  # (not `cls(...)`: its `__new__`, for `tokenizer=`, costs a Python call)
+        parser.__init__(prefix, tools=tools, errors=errors)
+        return parser._whole(text)
 
     @classmethod
     def parse_cut_off(
@@ -680,7 +684,8 @@ class CompiledParser:
         """`parse_whole`, and the field of the explicit region the text ended inside (None: none was
         open). transformers closes such a region as if its delimiter had come (a truncated tool call
         parses to a call with fewer arguments); the batch engines count and flag it as cut off."""
-        parser = cls(prefix, tools=tools, errors=errors)
+        parser = _new(cls)
+        parser.__init__(prefix, tools=tools, errors=errors)
         message = parser._whole(text)
         return message, getattr(parser, "_cut_off", None)
 

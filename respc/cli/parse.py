@@ -279,6 +279,16 @@ def _output(name: str | None) -> Iterator[IO[str]]:
 def _parse_one(args: argparse.Namespace, module: Any, text: str, prefix: str, tools: list | None) -> int:
     """One response: its message as indented JSON (stdout, or OUT), or as one record when OUT is a
     .jsonl or .parquet file (or --output-format says so). Exit 1 when it failed (or listed parse_errors)."""
+    form = args.output_format or (SUFFIXES.get(Path(args.output).suffix) if args.output else None)
+    if args.layout is not None and form != "parquet":
+        raise UsageError("--layout is for Parquet output (-o FILE.parquet)")
+    output = None if form is None else output_of(args.output, form)
+    if output is not None:
+        if output.shards:
+            raise UsageError(f"{output.name}: one response is written to a file, not a directory of shards")
+        if form == "parquet":
+            require_pyarrow()
+        check_output(output)
     errors = "keep" if args.lenient else "strict"
     records = RecordParser(module, tools=tools, errors=errors, strict_end=args.strict_end)
     result = records.result({"response": text, "prompt": prefix})
@@ -286,35 +296,21 @@ def _parse_one(args: argparse.Namespace, module: Any, text: str, prefix: str, to
         print(f"respc: the response ended inside region {result.cut_off!r} (cut off)", file=sys.stderr)
     if result.error is not None:
         print(f"respc: the response failed to parse: {result.error[0]}", file=sys.stderr)
-    form = args.output_format or (SUFFIXES.get(Path(args.output).suffix) if args.output else None)
-    if form is None:
-        if args.layout is not None:
-            raise UsageError("--layout is for Parquet output (-o FILE.parquet)")
+    if output is None:
         with _output(args.output) as out:
             if result.error is None:
                 out.write(json.dumps(result.message, ensure_ascii=False, indent=2) + "\n")
             else:
                 out.write(result_line(result) + "\n")
-        return 1 if result.failed else 0
-    output = output_of(args.output, form)
-    if output.shards:
-        raise UsageError(f"{output.name}: a single response is written to a file, not a directory of shards")
-    if form == "jsonl" and args.layout is not None:
-        raise UsageError("--layout is for Parquet output; JSONL output holds the message as JSON")
-    empty = None
-    if form == "parquet":
-        require_pyarrow()
-        from respc.batch.arrow import output_schema
-
-        empty = output_schema(None, args.layout or "json")
-    check_output(output)
-    with open_sink(output, empty) as sink:
-        if form == "jsonl":
+    elif form == "jsonl":
+        with open_sink(output) as sink:
             sink.write_lines([result_line(result)])
-        else:
-            import pyarrow as pa
+    else:
+        import pyarrow as pa
 
-            from respc.batch.arrow import results_table
+        from respc.batch.arrow import output_schema, results_table
 
-            sink.write_table(results_table([result], pa.nulls(1), args.layout or "json"))
+        layout = args.layout or "json"
+        with open_sink(output, output_schema(None, layout)) as sink:
+            sink.write_table(results_table([result], pa.nulls(1), layout))
     return 1 if result.failed else 0

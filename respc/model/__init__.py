@@ -33,6 +33,26 @@ from respc.runtime.tokenizer import (
     response_parser_with_tokenizer,
 )
 
+
+class _NoTokenizer(TokenDecoder):
+    """A model directory without a usable tokenizer.json: text parses, token ids raise `problem`."""
+
+    def __init__(self, problem: Exception) -> None:
+        self.problem = problem
+
+    def decode_one(self, ids: list[int]) -> str:
+        raise type(self.problem)(f"{self.problem} (token ids need it; text does not)")
+
+
+def _model_tokenizer(path: Path) -> TokenDecoder:
+    """The directory's tokenizer, or, when it has no tokenizer.json (or the `tokenizers` package is
+    missing), one that fails only when asked to decode ids."""
+    try:
+        return load_tokenizer(path)
+    except (FileNotFoundError, ImportError) as error:
+        return _NoTokenizer(error)
+
+
 __all__ = [
     "CACHE_ENV",
     "Detection",
@@ -88,7 +108,8 @@ def for_model(
     infer: bool = False,
 ) -> ModelParser:
     """The parser for the model directory `path` (or a repository id in the local Hugging Face cache:
-    `respc.model.hub`; never downloaded), bound to its tokenizer.json.
+    `respc.model.hub`; never downloaded), bound to its tokenizer.json (needed for token ids only: without
+    one, text parses and ids raise `FileNotFoundError`).
 
     The parser is the shipped preset named `preset` when given (it replaces detection, the directory's
     own `response_template` included: use it to settle a `respc.AmbiguousPreset` or a model no preset
@@ -107,7 +128,7 @@ def for_model(
             from respc._io import InputError
 
             raise InputError(f"{path}: not a model directory")
-        return ModelParser(path, load_preset(preset, target), load_tokenizer(path), f"preset {preset}")
+        return ModelParser(path, load_preset(preset, target), _model_tokenizer(path), f"preset {preset}")
     try:
         template, module = model_template(path)
     except ResponseTemplateNotFound as error:
@@ -116,9 +137,9 @@ def for_model(
         return _inferred(path, str(error), cache=cache, target=target)
     if module is not None:
         name = module.__name__.rpartition(".")[2]
-        return ModelParser(path, load_preset(name, target), load_tokenizer(path), f"preset {name}")
+        return ModelParser(path, load_preset(name, target), _model_tokenizer(path), f"preset {name}")
     module = compile_template(template, target=target, cache=cache_dir() if cache is None else cache)
-    return ModelParser(path, module, load_tokenizer(path), "tokenizer_config.json")
+    return ModelParser(path, module, _model_tokenizer(path), "tokenizer_config.json")
 
 
 def _model_path(path: str | os.PathLike) -> Path:
@@ -216,4 +237,4 @@ def _inferred(path: Path, not_found: str, *, cache: Any, target: str | None) -> 
     module = compile_template(result.template, target=target, cache=cache_dir() if cache is None else cache)
     where = Path(chat_template.where).name
     evidence = (*result.evidence, *(f"warning: {w}" for w in result.warnings))
-    return ModelParser(path, module, load_tokenizer(path), f"inferred from {where} (respc infer)", evidence)
+    return ModelParser(path, module, _model_tokenizer(path), f"inferred from {where} (respc infer)", evidence)

@@ -53,7 +53,7 @@ _NO_CLEAN_UP_STREAM = (
     "streaming from token ids is not supported for a tokenizer with clean_up_tokenization_spaces=True; "
     "decode the ids and feed the text"
 )
-_INSTALL_HINT = "reading tokenizer.json needs the `tokenizers` package: pip install 'respc[tokenizers]'"
+_INSTALL_HINT = "reading tokenizer.json needs the `tokenizers` package: pip install tokenizers"
 
 
 def _loaded_types() -> tuple[tuple[type, ...], tuple[type, ...]]:

@@ -61,6 +61,7 @@ __all__ = [
     "cache_dir",
     "chat_templates",
     "detect",
+    "detection_sources",
     "for_model",
     "for_tokenizer",
     "load_source",
@@ -184,27 +185,36 @@ def for_tokenizer(
     return ModelParser(path, load_preset(found.preset, target), decoder, origin, found.evidence)
 
 
-def tokenizer_detection(tokenizer: Any) -> Detection:
-    """The shipped preset for a loaded tokenizer that has no `response_template`, detected from its model
-    directory (or its repository's cached snapshot), else from its loaded chat template; a tokenizer none
-    matches raises `ResponseTemplateNotFound`, one line naming what was tried."""
+def detection_sources(tokenizer: Any) -> list[Any]:
+    """What detection can read of a loaded tokenizer, in order: its model directory, else the local Hugging
+    Face cache's snapshot of its repository id (never downloaded), then its loaded chat template."""
     from respc.model import hub
-    from respc.registry import PresetNotFound
 
-    name = getattr(tokenizer, "name_or_path", None) or type(tokenizer).__name__
     sources: list[Any] = []
-    if Path(name).is_dir():
-        sources.append(Path(name))
-    elif hub.is_repo_id(name):
-        with contextlib.suppress(InputError):  # not cached: the chat template may still tell
-            sources.append(hub.snapshot(name))
+    name = getattr(tokenizer, "name_or_path", None)
+    if isinstance(name, str) and name:
+        if Path(name).is_dir():
+            sources.append(Path(name))
+        elif hub.is_repo_id(name):
+            with contextlib.suppress(InputError):  # not cached: the chat template may still tell
+                sources.append(hub.snapshot(name))
     chat_template = getattr(tokenizer, "chat_template", None)
     if isinstance(chat_template, dict):
         chat_template = "\n".join(text for text in chat_template.values() if isinstance(text, str))
     if isinstance(chat_template, str) and chat_template:
         sources.append(chat_template)
+    return sources
+
+
+def tokenizer_detection(tokenizer: Any) -> Detection:
+    """The shipped preset for a loaded tokenizer that has no `response_template`, detected from its model
+    directory (or its repository's cached snapshot), else from its loaded chat template; a tokenizer none
+    matches raises `ResponseTemplateNotFound`, one line naming what was tried."""
+    from respc.registry import PresetNotFound
+
+    name = getattr(tokenizer, "name_or_path", None) or type(tokenizer).__name__
     tried = []
-    for source in sources:
+    for source in detection_sources(tokenizer):
         try:
             found = detect(source)
         except (PresetNotFound, InputError) as error:

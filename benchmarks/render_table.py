@@ -13,7 +13,10 @@ Each table lives between a pair of markers, `<!-- NAME:start -->` and `<!-- NAME
 - `cost-table` (docs/benchmarks.md): imports, compiles, memory and `respc parse` throughput
   (test_costs.py, test_batch_throughput.py);
 - `wire-table` (docs/serving.md): the wire formats' cost over `DeltaStream` (test_wire_overhead.py);
-- `scale-table` (docs/batch.md): the engines of `respc parse` at scale (test_scale.py).
+- `scale-table` (docs/batch.md): the engines of `respc parse` at scale (test_scale.py);
+- `presets-summary` (README.md): every shipped preset's speed-up over transformers, spread over the
+  presets per workload and length (test_presets.py);
+- `presets-table` (docs/benchmarks.md): the same, one row per preset and target (test_presets.py).
 
 `--write FILE...` (default: README.md and docs/*.md) replaces each table the run has data for in every
 given file that holds its markers; a table whose markers none of the files holds is an error.
@@ -24,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import statistics
 from collections import defaultdict
 from pathlib import Path
 
@@ -300,6 +304,83 @@ def render_scale(run: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+PRESET_COLUMNS = [
+    (workload, length)
+    for workload in ("stream-4", "stream-token", "parse")
+    for length in ("short", "500", "2000")
+]
+PRESET_WORKLOADS = {
+    "stream-4": "streaming, 4-character chunks",
+    "stream-token": "streaming, one BPE token per feed",
+    "parse": "whole message",
+}
+
+
+def _presets(run: dict) -> list[dict]:
+    return [b["extra_info"] for b in run["benchmarks"] if b["extra_info"].get("workload") == "preset-paired"]
+
+
+def _presets_intro(run: dict, found: list[dict]) -> str:
+    return (
+        f"{_measured(run)}. Every shipped preset on its own realistic samples (`tests/fixtures/presets/`, "
+        "mostly 50-300 characters, with their prompts as prefix) and on the same samples grown to 500 and "
+        "2,000 characters; a new parser per response. Each figure is transformers ÷ respc, the median of "
+        "paired rounds (`benchmarks/test_presets.py`); the 5.23 rows compare the 5.23 target with "
+        "transformers 5.23.0."
+    )
+
+
+def render_presets_summary(run: dict) -> str:
+    """Per target, workload and length: the speed-up's spread over the presets (README.md)."""
+    found = _presets(run)
+    if not found:
+        return ""
+    lines = [
+        _presets_intro(run, found),
+        "",
+        "| target | workload | length | presets | min | 10th pct | median | max (preset) |",
+        "|---|---|---|---:|---:|---:|---:|---|",
+    ]
+    for target in sorted({info["target"] for info in found}, reverse=True):
+        rows = [info for info in found if info["target"] == target]
+        for workload, length in PRESET_COLUMNS:
+            key = f"{workload} {length}"
+            values = sorted((info["ratios"][key], info["preset"]) for info in rows if key in info["ratios"])
+            if not values:
+                continue
+            ratios = [v for v, _ in values]
+            tenth = ratios[int(0.1 * (len(ratios) - 1))]
+            lines.append(
+                f"| {target} | {PRESET_WORKLOADS[workload]} | {length} | {len(values)} | "
+                f"{ratios[0]:.1f}x ({values[0][1]}) | {tenth:.1f}x | {statistics.median(ratios):.1f}x | "
+                f"{ratios[-1]:.1f}x ({values[-1][1]}) |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def render_presets_table(run: dict) -> str:
+    """One row per preset and target, one column per workload and length (docs/benchmarks.md)."""
+    found = _presets(run)
+    if not found:
+        return ""
+    heads = [f"{w.replace('stream-', 's-')} {n}" for w, n in PRESET_COLUMNS]
+    lines = [
+        _presets_intro(run, found) + " Columns: s-4 streams 4-character chunks, s-token one BPE token per "
+        "feed, parse the whole message; short, 500 and 2000 are the lengths.",
+        "",
+        "| preset | target | " + " | ".join(heads) + " |",
+        "|---|---|" + "---:|" * len(heads),
+    ]
+    for info in sorted(found, key=lambda i: (i["preset"], i["target"])):
+        cells = [info["ratios"].get(f"{w} {n}") for w, n in PRESET_COLUMNS]
+        lines.append(
+            f"| {info['preset']} | {info['target']} | "
+            + " | ".join("—" if c is None else f"{c:.1f}x" for c in cells)
+            + " |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 RENDERERS = {  # marker name -> its table (see the module docstring for the file that holds it)
     "speed-table": render_targets,
     "side-by-side-table": render_side_by_side,
@@ -307,6 +388,8 @@ RENDERERS = {  # marker name -> its table (see the module docstring for the file
     "cost-table": render_costs,
     "wire-table": render_wire,
     "scale-table": render_scale,
+    "presets-summary": render_presets_summary,
+    "presets-table": render_presets_table,
 }
 
 

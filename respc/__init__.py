@@ -35,9 +35,12 @@ __all__ = [
     "TemplateError",
     "UnknownTarget",
     "__version__",
+    "accelerate",
+    "accelerated",
     "compile_template",
     "detect",
     "for_model",
+    "for_tokenizer",
     "generate_source",
     "load_preset",
     "parse_response",
@@ -52,10 +55,14 @@ def __getattr__(name: str) -> Any:
         from respc import spec
 
         return getattr(spec, name)
-    if name in ("for_model", "detect", "Detection", "ResponseTemplateNotFound"):
+    if name in ("for_model", "for_tokenizer", "detect", "Detection", "ResponseTemplateNotFound"):
         from respc import model
 
         return getattr(model, name)
+    if name in ("accelerate", "accelerated"):
+        from respc.integrations import transformers
+
+        return getattr(transformers, name)
     if name in ("DeltaStream", "DeltaStreamError"):
         from respc import serving
 

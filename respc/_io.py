@@ -53,7 +53,7 @@ def _reason(error: OSError) -> str:
 def _read_failure(path: object, error: BaseException) -> InputError:
     """The one wording of every reading failure."""
     if isinstance(error, FileNotFoundError):
-        return InputError(f"{path}: no such file")
+        return InputError(f"{path}: no such file or directory")
     if isinstance(error, IsADirectoryError):
         return InputError(f"{path}: is a directory, expected a file")
     if isinstance(error, PermissionError):

@@ -39,6 +39,7 @@ __all__ = [
     "normalise_repo_id",
     "preset_for",
     "preset_info",
+    "preset_name",
     "presets",
 ]
 
@@ -104,13 +105,30 @@ def presets() -> list[str]:
     return sorted(_registry())
 
 
-def preset_info(name: str) -> dict[str, Any]:
-    """What the index records for a preset: families, model types, repository ids and patterns,
-    chat-template markers, end tokens, special tokens, prefill, the minimum target..."""
+def preset_name(name: str) -> str:
+    """The shipped preset `name` means, the one resolver of every entry point (`--preset`,
+    `load_preset`, `respc presets NAME`): a preset's name in any case, else a `model_type` or a Hub
+    repository id (`match_model`). Else `PresetNotFound`, suggesting the closest names."""
+    if not isinstance(name, str):
+        raise TypeError(f"a preset name is a str, not {type(name).__name__}")
     registry = _registry()
-    if name not in registry:
-        raise PresetNotFound(_not_found(f"no preset named {name!r}", name))
-    return registry[name]
+    if name in registry:
+        return name
+    if name.strip().lower() in registry:
+        return name.strip().lower()
+    try:
+        return match_model(name).preset
+    except (AmbiguousPreset, UnsupportedFormat):
+        raise  # (their message says why: two presets list the type, a known format respc lacks)
+    except PresetNotFound:
+        raise PresetNotFound(_not_found(f"no preset named {name!r}", name)) from None
+
+
+def preset_info(name: str) -> dict[str, Any]:
+    """What the index records for a preset (`preset_name` resolves `name`): families, model types,
+    repository ids and patterns, chat-template markers, end tokens, special tokens, prefill, the
+    minimum target..."""
+    return _registry()[preset_name(name)]
 
 
 def load_preset(name: str, target: str | None = None) -> types.ModuleType:
@@ -120,6 +138,7 @@ def load_preset(name: str, target: str | None = None) -> types.ModuleType:
     the preset's template for that release (once, in memory; needs the compiler extra). A preset that
     needs a newer release than `target` (its `min_target`) raises `TargetTooOld`.
     """
+    name = preset_name(name)
     info = preset_info(name)
     module = importlib.import_module(f"respc.generated.{name}")
     if target is None or target == module.TRANSFORMERS_TARGET:
@@ -284,16 +303,24 @@ def _best(found: list[Match], what: str) -> Match | None:
 
 
 def _not_found(message: str, wanted: str) -> str:
+    """`message` and, on the same short line, the presets `wanted` most likely meant: those whose name
+    it is part of (`llama`: llama3_json, llama3_pythonic, llama4) or that appear in it, else the closest
+    by spelling among names, model types and repository ids."""
     import difflib
 
     registry = _registry()
-    candidates = {name: name for name in registry}
-    for name, info in registry.items():
-        keys = [*info["repo_ids"], *(normalise_repo_id(i) for i in info["repo_ids"]), *info["model_types"]]
-        candidates.update({key.lower(): name for key in keys})
-    close = difflib.get_close_matches(normalise_repo_id(wanted), list(candidates), n=8, cutoff=0.5)
-    names = list(dict.fromkeys(candidates[c] for c in close))[:4]
-    hint = (
-        "; closest families: " + "; ".join(f"{n} ({registry[n]['families']})" for n in names) if names else ""
-    )
-    return f"{message}{hint}. Shipped presets: {', '.join(sorted(registry))} (`respc presets` lists their families)"
+    key = normalise_repo_id(wanted) if isinstance(wanted, str) else ""
+    names = sorted(name for name in registry if key and (key in name or name in key))
+    if not names:
+        candidates = {name: name for name in registry}
+        for name, info in registry.items():
+            keys = [
+                *info["repo_ids"],
+                *(normalise_repo_id(i) for i in info["repo_ids"]),
+                *info["model_types"],
+            ]
+            candidates.update({known.lower(): name for known in keys})
+        close = difflib.get_close_matches(key, list(candidates), n=8, cutoff=0.6)
+        names = list(dict.fromkeys(candidates[c] for c in close))
+    hint = f"; did you mean {', '.join(names[:4])}?" if names else ""
+    return f"{message}{hint} (`respc presets` lists all {len(registry)} with their models)"

@@ -1,7 +1,7 @@
 """Template authoring: render a chat template as transformers does (`rendering`), check that a response
 template parses back what it writes (`check`), and infer a response template where none exists (`infer`).
 
-Needs the `authoring` extra (jinja2 to render, the compiler to parse): `pip install 'respc[authoring]'`.
+Needs the `authoring` extra (jinja2 to render, the compiler to parse): `pip install '.[authoring]'` in respc's checkout.
 """
 
 from respc.authoring.check import Finding, Report, check

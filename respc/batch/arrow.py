@@ -9,9 +9,12 @@ Columns, in order:
 - `error`: struct `{type, message}`, null on success;
 - `raw_response`: the raw response of a failed record (null on success), so nothing is lost (named
   apart from the input's `response`, which a `Dataset.map` would otherwise overwrite);
-- with `layout="typed"` also `reasoning_content`, `content` (strings; a non-string value as JSON) and
+- `cut_off`: true when the response ended inside a region (a tool call whose close never came), which
+  transformers closes as if it had (see `respc.batch.records`);
+- with `layout="typed"` also `reasoning_content`, `content` (strings; a non-string value as JSON),
   `tool_calls` (list of `{id, name, arguments}`, arguments as a JSON string), read from the message's
-  OpenAI shape; anything else stays in `message` only.
+  OpenAI shape, and `parse_errors` (with `errors="keep"`: the regions that failed to parse, list of
+  `{field, exception, error, text}`; null when none did); anything else stays in `message` only.
 
 Every batch of a run has the same schema (a batch where all errors are null still types `error` as
 the struct), so shards written by different workers read back as one table.
@@ -31,6 +34,7 @@ from respc.batch.records import LAYOUTS, Columns, RecordParser, Result
 __all__ = [
     "ERROR_TYPE",
     "LAYOUTS",
+    "PARSE_ERROR_TYPE",
     "TOOL_CALL_TYPE",
     "IdTyping",
     "TableParser",
@@ -41,10 +45,14 @@ __all__ = [
 
 ERROR_TYPE = pa.struct([("type", pa.string()), ("message", pa.string())])
 TOOL_CALL_TYPE = pa.struct([("id", pa.string()), ("name", pa.string()), ("arguments", pa.string())])
+PARSE_ERROR_TYPE = pa.struct(
+    [("field", pa.string()), ("exception", pa.string()), ("error", pa.string()), ("text", pa.string())]
+)
 _TYPED = [
     ("reasoning_content", pa.string()),
     ("content", pa.string()),
     ("tool_calls", pa.list_(TOOL_CALL_TYPE)),
+    ("parse_errors", pa.list_(PARSE_ERROR_TYPE)),
 ]
 
 
@@ -57,6 +65,7 @@ def output_schema(id_type: pa.DataType | None = None, layout: str = "json") -> p
         ("message", pa.string()),
         ("error", ERROR_TYPE),
         ("raw_response", pa.string()),
+        ("cut_off", pa.bool_()),
     ]
     return pa.schema(fields + (_TYPED if layout == "typed" else []))
 
@@ -185,6 +194,7 @@ def results_table(results: list[Result], ids: pa.Array | pa.ChunkedArray, layout
         pa.array(messages, pa.string()),
         pa.array(errors, ERROR_TYPE),
         pa.array(responses, pa.string()),
+        pa.array([r.cut_off is not None for r in results], pa.bool_()),
     ]
     if layout == "typed":
         typed = [_typed(r.message) for r in results]
@@ -209,10 +219,11 @@ def _json_text(value: Any) -> str | None:
     )
 
 
-def _typed(message: dict | None) -> tuple[str | None, str | None, list | None]:
-    """The typed columns of a message: its reasoning, content and OpenAI-shaped tool calls."""
+def _typed(message: dict | None) -> tuple[str | None, str | None, list | None, list | None]:
+    """The typed columns of a message: its reasoning, content, OpenAI-shaped tool calls, and the regions
+    that failed to parse (errors="keep")."""
     if message is None:
-        return None, None, None
+        return None, None, None, None
     calls = message.get("tool_calls")
     typed_calls = None
     if isinstance(calls, list) and all(isinstance(c, dict) for c in calls):
@@ -229,7 +240,15 @@ def _typed(message: dict | None) -> tuple[str | None, str | None, list | None]:
                     "arguments": _json_text(function.get("arguments")),
                 }
             )
-    return _json_text(message.get("reasoning_content")), _json_text(message.get("content")), typed_calls
+    problems = message.get("parse_errors")
+    parse_errors = None
+    if isinstance(problems, list) and problems:
+        parse_errors = [
+            {key: _json_text(problem.get(key)) for key in ("field", "exception", "error", "text")}
+            for problem in problems
+        ]
+    reasoning, content = _json_text(message.get("reasoning_content")), _json_text(message.get("content"))
+    return reasoning, content, typed_calls, parse_errors
 
 
 def table_lines(table: pa.Table) -> Iterable[str]:
@@ -239,10 +258,14 @@ def table_lines(table: pa.Table) -> Iterable[str]:
     messages = table.column("message").to_pylist()
     errors = table.column("error").to_pylist()
     responses = table.column("raw_response").to_pylist()
-    for record_id, message, error, response in zip(ids, messages, errors, responses):
+    cut = table.column("cut_off").to_pylist()
+    for record_id, message, error, response, cut_off in zip(ids, messages, errors, responses, cut):
         shown_id = json.dumps(record_id, ensure_ascii=False, default=str)
+        flag = ', "cut_off": true' if cut_off else ""
         if error is None:
-            yield f'{{"id": {shown_id}, "message": {message}}}'
+            yield f'{{"id": {shown_id}, "message": {message}{flag}}}'
         else:
             failure = {"id": record_id, "error": error, "response": response}
+            if cut_off:
+                failure["cut_off"] = True
             yield json.dumps(failure, ensure_ascii=False, default=str)

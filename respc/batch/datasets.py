@@ -41,6 +41,7 @@ def parse_batch(
     tools: list | None = None,
     layout: str = "json",
     errors: str = "strict",
+    strict_end: bool = False,
 ) -> Any:
     """Parse one batch for `Dataset.map(parse_batch, batched=True, fn_kwargs={...})`: a `pyarrow.Table`
     (with `dataset.with_format("arrow")`) gives a table, a dict of lists (the default format) a dict of
@@ -56,6 +57,7 @@ def parse_batch(
         "tools": tools,
         "layout": layout,
         "errors": errors,
+        "strict_end": strict_end,
     }
     parser = _parser(json.dumps(options, sort_keys=True, default=str))
     if isinstance(batch, (pa.Table, pa.RecordBatch)):
@@ -73,7 +75,11 @@ def _parser(options: str) -> TableParser:
         preset=given["preset"], template=given["template"], model=given["model"], target=given["target"]
     )
     records = RecordParser(
-        source.load(), tools=given["tools"], columns=Columns(*given["columns"]), errors=given["errors"]
+        source.load(),
+        tools=given["tools"],
+        columns=Columns(*given["columns"]),
+        errors=given["errors"],
+        strict_end=given["strict_end"],
     )
     return TableParser(records, layout=given["layout"])
 

@@ -89,6 +89,7 @@ def input_of(name: str, format: str | None = None) -> Input:
     if path.is_dir():
         found = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith((".", "_")))
         kinds = {SUFFIXES[p.suffix] for p in found if p.suffix in SUFFIXES}
+        named = format is not None
         if format is None:
             if len(kinds) != 1:
                 what = "both .jsonl and .parquet" if kinds else "no .jsonl or .parquet files"
@@ -96,8 +97,9 @@ def input_of(name: str, format: str | None = None) -> Input:
                     f"{path}: a directory of shards needs one format; it holds {what} (use --format)"
                 )
             format = kinds.pop()
-        # Shards are the files named for the format (`--format` also takes files with no suffix at all).
-        files = tuple(p for p in found if SUFFIXES.get(p.suffix) == format or not p.suffix)
+        # Shards are the files named for the format; a format named (`--format`) also takes files with no
+        # suffix at all (a README beside the shards is then read as one).
+        files = tuple(p for p in found if SUFFIXES.get(p.suffix) == format or (named and not p.suffix))
         if not files:
             raise InputError(f"{path}: no {format} files in the directory")
         return Input(str(path), format, files)
@@ -132,7 +134,9 @@ def require_pyarrow() -> None:
     try:
         import pyarrow  # noqa: F401
     except ImportError:
-        raise InputError("Parquet and Arrow outputs need pyarrow: pip install 'respc[parquet]'") from None
+        from respc._extras import install_hint
+
+        raise InputError(f"Parquet and Arrow outputs need pyarrow: {install_hint('parquet')}") from None
 
 
 def check_parquet(source: Input, columns: Any, required: set[str]) -> Any:
@@ -271,7 +275,8 @@ def check_output(output: Output) -> None:
     path = output.path
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
-        raise OutputError(f"{path}: cannot write: {parent} is not a directory")
+        problem = "is not a directory" if parent.exists() else "does not exist"
+        raise OutputError(f"{path}: cannot write: {parent} {problem}")
     if not os.access(parent, os.W_OK):
         raise OutputError(f"{path}: cannot write: permission denied")
     if output.shards:

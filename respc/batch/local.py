@@ -8,6 +8,7 @@ through `TableParser` and the Arrow output schema.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import signal
@@ -26,7 +27,7 @@ from respc.batch.files import (
     read_chunks,
     require_pyarrow,
 )
-from respc.batch.records import Columns, ParserSource, RecordParser, ordered_map
+from respc.batch.records import CUT_OFF_END, Columns, ParserSource, RecordParser, ordered_map
 
 __all__ = ["CHUNK_ROWS", "Job", "Summary", "count_failed", "failed_mask", "run_local", "write_outputs"]
 
@@ -44,6 +45,7 @@ class Job:
     tools: list | None = None
     layout: str = "json"
     errors: str = "strict"
+    strict_end: bool = False  # a response that ends inside a region fails (`respc.batch.records`)
 
     @property
     def lines_only(self) -> bool:
@@ -55,6 +57,8 @@ class Job:
         written, the Parquet schemas. Returns the schema of an output with no records (Arrow outputs)."""
         self.source.load()
         check_output(self.output)
+        if self.input.format == "jsonl" and not self.input.stdin:
+            self.check_fields(next(read_chunks(self.input, CHUNK_ROWS), None))
         if self.lines_only:
             return None
         require_pyarrow()
@@ -67,6 +71,26 @@ class Job:
             )
         return output_schema(id_type, self.layout)
 
+    def check_fields(self, chunk: Chunk | None) -> None:
+        """Stop before parsing when a field the records must have (the response, and any field named on
+        the command line) is in none of the first chunk's records: a misspelt `--response-field` would
+        otherwise fail every record of the run, one error row each."""
+        if chunk is None or chunk.table is not None:
+            return
+        found: dict[str, None] = {}
+        for line in chunk.lines:
+            with contextlib.suppress(ValueError, RecursionError):  # a bad line is that record's error
+                record = json.loads(line)
+                if isinstance(record, dict):
+                    found.update(dict.fromkeys(record))
+        if not found:
+            return
+        for name in (self.columns.response, *sorted(self.columns.required)):
+            if name not in found:
+                raise InputError(
+                    f"{chunk.where()}: no record has a field {name!r}; fields: {', '.join(map(str, found))}"
+                )
+
     def read_columns(self) -> list[str]:
         c = self.columns
         return [name for name in (c.response, c.prompt, c.id, c.tools) if name is not None]
@@ -76,18 +100,29 @@ class Job:
 class Summary:
     records: int
     failed: int
+    cut_off: int = 0  # records whose response ended inside a region (failed too with `strict_end`)
 
 
 def run_local(job: Job, *, workers: int = 1, progress: Callable[[int], None] | None = None) -> Summary:
     """Run `job` in this process (`workers` 1) or a pool; returns how many records, how many failed."""
     empty = job.check()
     chunks = read_chunks(job.input, CHUNK_ROWS, job.read_columns())
+    if job.input.stdin:
+        chunks = _checked_first(job, chunks)
     if workers <= 1:
         _init_worker(job)
         done: Iterator = map(_parse_chunk, chunks)
     else:
         done = ordered_map(_parse_chunk, chunks, workers=workers, initializer=_init_worker, initargs=(job,))
     return write_outputs(job, done, empty, progress)
+
+
+def _checked_first(job: Job, chunks: Iterator[Chunk]) -> Iterator[Chunk]:
+    """`chunks`, the first checked by `Job.check_fields` (standard input cannot be read twice)."""
+    for number, chunk in enumerate(chunks):
+        if number == 0:
+            job.check_fields(chunk)
+        yield chunk
 
 
 def write_outputs(job: Job, done: Iterator, empty: Any, progress: Callable[[int], None] | None) -> Summary:
@@ -98,12 +133,14 @@ def write_outputs(job: Job, done: Iterator, empty: Any, progress: Callable[[int]
         from respc.batch.arrow import IdTyping
 
         typing = IdTyping()
-    records = failed = 0
+    records = failed = cut_off = 0
     with open_sink(job.output, empty) as sink:
         for where, file, kind, payload, count, bad in done:
             if kind == "lines":
                 sink.write_lines(payload)
+                cut_off += sum(line.endswith(CUT_OFF_END) for line in payload)
             else:
+                cut_off += payload.column("cut_off").to_pylist().count(True)
                 for table in typing.feed(payload, file) if typing is not None else (payload,):
                     try:
                         sink.write_table(table)
@@ -115,7 +152,7 @@ def write_outputs(job: Job, done: Iterator, empty: Any, progress: Callable[[int]
                 progress(count)
         for table in typing.flush() if typing is not None else ():
             sink.write_table(table)
-    return Summary(records, failed)
+    return Summary(records, failed, cut_off)
 
 
 # The parser of this process (a pool worker's own): set by `_init_worker`.
@@ -126,7 +163,9 @@ def _init_worker(job: Job) -> None:
     if multiprocessing.parent_process() is not None:  # a pool worker: signals are the parent's to handle
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the pool ends its workers with SIGTERM
-    records = RecordParser(job.source.load(), tools=job.tools, columns=job.columns, errors=job.errors)
+    records = RecordParser(
+        job.source.load(), tools=job.tools, columns=job.columns, errors=job.errors, strict_end=job.strict_end
+    )
     _STATE.update(job=job, records=records)
     if not job.lines_only:
         from respc.batch.arrow import TableParser

@@ -67,6 +67,7 @@ class ParseResponses:
         tools: list | None = None,
         layout: str = "json",
         errors: str = "strict",
+        strict_end: bool = False,
         keep_columns: bool = False,
         jsonl_column: str | None = None,
         output: str = "arrow",
@@ -77,7 +78,9 @@ class ParseResponses:
             raise ValueError(f"output must be 'arrow' or 'lines', not {output!r}")
         source = ParserSource.of(preset=preset, template=template, model=model, target=target)
         columns = Columns(response_column, prompt_column, id_column, tools_column, frozenset(required))
-        self.records = RecordParser(source.load(), tools=tools, columns=columns, errors=errors)
+        self.records = RecordParser(
+            source.load(), tools=tools, columns=columns, errors=errors, strict_end=strict_end
+        )
         self.tables = TableParser(self.records, layout=layout)
         self.keep_columns = keep_columns
         self.jsonl_column = jsonl_column
@@ -287,6 +290,7 @@ def _constructor_kwargs(job: Job) -> dict[str, Any]:
         "tools": job.tools,
         "layout": job.layout,
         "errors": job.errors,
+        "strict_end": job.strict_end,
         "output": "lines" if job.output.format == "jsonl" else "arrow",
         "required": tuple(sorted(columns.required)),
         "report_input_errors": True,

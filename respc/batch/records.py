@@ -2,7 +2,10 @@
 
 A record that fails to parse never stops a run and is never dropped: its `Result` keeps the id, the
 error and the raw response, and becomes `{"id": ..., "error": {"type": ..., "message": ...},
-"response": <raw text>}` in a JSONL output (or a row with a null message in an Arrow one). Every
+"response": <raw text>}` in a JSONL output (or a row with a null message in an Arrow one). A response
+that ends inside an explicit region (a tool call whose close never came: transformers closes it as if
+it had) parses as upstream but is flagged `cut_off` (`"cut_off": true` in JSONL, a `cut_off` column in
+Arrow), and with `strict_end` fails as a `CutOff` error. Every
 engine (`parse_records` here, `respc.batch.arrow` for Parquet, Ray Data and datasets) goes through
 `RecordParser.result`, so a record gets the same answer whichever engine runs it. Each
 `parse_records` call owns its parser (and, with workers, its own pool), so two runs in one process
@@ -21,6 +24,7 @@ from respc.batch.pool import WorkerDied, ordered_map
 
 __all__ = [
     "CHUNK",
+    "CUT_OFF_END",
     "LAYOUTS",
     "Columns",
     "ParserSource",
@@ -113,6 +117,7 @@ class Result(NamedTuple):
     message: dict | None
     error: tuple[str, str] | None = None
     response: Any = None
+    cut_off: Any = None  # the field of the region the response ended inside (None: it ended outside)
 
     @property
     def failed(self) -> bool:
@@ -134,13 +139,15 @@ class RecordParser:
         tools: list | None = None,
         columns: Columns = Columns(),
         errors: str = "strict",
+        strict_end: bool = False,
     ) -> None:
         if errors not in ("strict", "keep"):
             raise ValueError(f"errors must be 'strict' or 'keep', not {errors!r}")
-        self.parse = module.parse_response
+        self.parse = module.ResponseParser.parse_cut_off
         self.tools = tools
         self.columns = columns
         self.errors = errors
+        self.strict_end = strict_end
 
     def line(self, line: str) -> tuple[str, bool]:
         """One JSONL input line -> (output line, failed)."""
@@ -175,7 +182,7 @@ class RecordParser:
             if name not in record and name != columns.response:
                 return Result(record_id, None, ("InvalidRecord", f"field {name!r} is missing"), response)
         if not isinstance(response, str):
-            found = "missing" if columns.response not in record else f"a {_kind(response)}"
+            found = "missing" if columns.response not in record else _kind(response)
             message = f"field {columns.response!r} must be a string, got {found}"
             return Result(record_id, None, ("InvalidRecord", message), response)
         if prompt is not None and not isinstance(prompt, str):
@@ -187,14 +194,39 @@ class RecordParser:
             if problem is not None:
                 return Result(record_id, None, ("InvalidRecord", problem), response)
         try:
-            message = self.parse(response, prefix=prompt or "", tools=tools, errors=self.errors)
+            message, cut_off = self.parse(response, prompt or "", tools, self.errors)
         except Exception as error:  # any failure of one record is reported in its place
-            return Result(record_id, None, (type(error).__name__, str(error)), response)
-        return Result(record_id, message)
+            failure = (type(error).__name__, str(error))
+            return Result(record_id, None, failure, response, self._cut_off(response, prompt, tools))
+        if cut_off is not None and self.strict_end:
+            problem = f"the response ended inside region {cut_off!r} (cut off; --strict-end)"
+            return Result(record_id, None, ("CutOff", problem), response, cut_off)
+        return Result(record_id, message, cut_off=cut_off)
+
+    def _cut_off(self, response: str, prompt: str | None, tools: list | None) -> Any:
+        """A failed record's cut-off region (a truncated JSON tool call fails where the end of the text
+        closes it): asked again, keeping errors, on failed records only."""
+        try:
+            return self.parse(response, prompt or "", tools, "keep")[1]
+        except Exception:
+            return None
+
+
+# What a record's value is, with its article, in the words of JSON (records come from JSON or Arrow).
+_KINDS = {
+    bool: "a boolean",
+    int: "an integer",
+    float: "a number",
+    str: "a string",
+    list: "a list",
+    dict: "an object",
+}
 
 
 def _kind(value: Any) -> str:
-    return type(value).__name__
+    if value is None:
+        return "null"
+    return _KINDS.get(type(value), f"a {type(value).__name__}")
 
 
 def _record_tools(value: Any, column: str) -> tuple[list | None, str | None]:
@@ -210,16 +242,27 @@ def _record_tools(value: Any, column: str) -> tuple[list | None, str | None]:
 
 
 def result_line(result: Result) -> str:
-    """The JSONL output line of a result: `{"id", "message"}`, or `{"id", "error", "response"}`."""
+    """The JSONL output line of a result: `{"id", "message"}`, or `{"id", "error", "response"}`; either
+    ends with `"cut_off": true` when the response ended inside a region (`CUT_OFF_END`)."""
     if result.error is None:
-        return json.dumps({"id": result.id, "message": result.message}, ensure_ascii=False, default=str)
-    return error_line(result.id, *result.error, result.response)
+        line = {"id": result.id, "message": result.message}
+        if result.cut_off is not None:
+            line["cut_off"] = True
+        return json.dumps(line, ensure_ascii=False, default=str)
+    return error_line(result.id, *result.error, result.response, cut_off=result.cut_off is not None)
 
 
-def error_line(record_id: Any, kind: str, message: str, response: Any) -> str:
+def error_line(record_id: Any, kind: str, message: str, response: Any, *, cut_off: bool = False) -> str:
     """The output line of a record that failed: its id, the error and the raw response."""
     error = {"id": record_id, "error": {"type": kind, "message": message}, "response": response}
+    if cut_off:
+        error["cut_off"] = True
     return json.dumps(error, ensure_ascii=False, default=str)
+
+
+# How a JSONL output line flagged cut off ends: the flag is its last key, and within a string value its
+# quotes would be escaped, so no other line ends so.
+CUT_OFF_END = ', "cut_off": true}'
 
 
 # A worker process's RecordParser: set by the pool's initializer, in that process only (each pool's
@@ -227,8 +270,12 @@ def error_line(record_id: Any, kind: str, message: str, response: Any) -> str:
 _WORKER: list[RecordParser] = []
 
 
-def _start_worker(source: ParserSource, tools: list | None, columns: Columns, errors: str) -> None:
-    _WORKER[:] = [RecordParser(source.load(), tools=tools, columns=columns, errors=errors)]
+def _start_worker(
+    source: ParserSource, tools: list | None, columns: Columns, errors: str, strict_end: bool
+) -> None:
+    _WORKER[:] = [
+        RecordParser(source.load(), tools=tools, columns=columns, errors=errors, strict_end=strict_end)
+    ]
 
 
 def _worker_lines(lines: list[str]) -> list[tuple[str, bool]]:
@@ -255,6 +302,7 @@ def parse_records(
     workers: int = 1,
     columns: Columns | None = None,
     errors: str = "strict",
+    strict_end: bool = False,
 ) -> Iterator[tuple[str, bool]]:
     """Output lines for JSONL input lines, in input order: (line, failed) for each non-blank line.
 
@@ -268,7 +316,7 @@ def parse_records(
     module = source.load()
     lines = (line for line in lines if line.strip())
     if workers <= 1:
-        parser = RecordParser(module, tools=tools, columns=columns, errors=errors)
+        parser = RecordParser(module, tools=tools, columns=columns, errors=errors, strict_end=strict_end)
         yield from map(parser.line, lines)
         return
     batches = ordered_map(
@@ -276,7 +324,7 @@ def parse_records(
         _chunks(lines, CHUNK),
         workers=workers,
         initializer=_start_worker,
-        initargs=(source, tools, columns, errors),
+        initargs=(source, tools, columns, errors, strict_end),
     )
     for batch in batches:
         yield from batch

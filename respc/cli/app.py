@@ -16,10 +16,11 @@ import traceback
 import warnings
 from typing import Any
 
+from respc._extras import install_hint
 from respc._io import InputError, OutputError
 from respc._version import __version__
 from respc.batch.records import WorkerDied
-from respc.cli import check, explain, infer, parse, presets, regen
+from respc.cli import check, explain, infer, parse, presets, regen, serve
 from respc.cli import compile as compile_command
 from respc.cli.errors import UsageError
 from respc.model import ResponseTemplateNotFound
@@ -28,15 +29,33 @@ from respc.runtime.targets import UnknownTarget
 
 __all__ = ["build_parser", "main"]
 
-COMMANDS = (compile_command, explain, presets, regen, parse, check, infer)
+COMMANDS = (compile_command, explain, presets, regen, parse, serve, check, infer)
+
+
+class CommandParser(argparse.ArgumentParser):
+    """A subcommand's parser: no abbreviated options (argparse would take `--prompt` for
+    `--prompt-field`, a different option, without a word), and `-v` after the subcommand too."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(allow_abbrev=False, **kwargs)
+        self.add_argument(
+            "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=VERBOSE_HELP
+        )
+
+
+VERBOSE_HELP = "show the traceback of an error"
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the `respc` command and its subcommands."""
-    parser = argparse.ArgumentParser(prog="respc", description="Compile Hugging Face response templates.")
+    parser = argparse.ArgumentParser(
+        prog="respc", description="Compile Hugging Face response templates.", allow_abbrev=False
+    )
     parser.add_argument("--version", action="version", version=f"respc {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="show the traceback of an error")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=CommandParser
+    )
     for command in COMMANDS:
         command.register(commands)
     return parser
@@ -61,6 +80,8 @@ EXTRAS = {
     "pyarrow": "parquet",
     "ray": "ray",
     "datasets": "datasets",
+    "starlette": "serve",
+    "uvicorn": "serve",
 }
 
 
@@ -117,7 +138,7 @@ def _run(args: argparse.Namespace) -> int:
     except ImportError as error:
         module = (error.name or "").partition(".")[0]
         extra = EXTRAS.get(module, "compiler")
-        return _fail(args, f"{module or error}: install the {extra} extra: pip install 'respc[{extra}]'")
+        return _fail(args, f"{module or error}: install the {extra} extra: {install_hint(extra)}")
 
 
 def _fail(args: argparse.Namespace, message: str) -> int:

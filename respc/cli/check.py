@@ -55,7 +55,9 @@ def load_chat_template_arg(path: str) -> Any:
         except jinja2.TemplateSyntaxError as error:
             raise UsageError(f"{chat_template.where}: line {error.lineno}: {error.message}") from None
         except ImportError as error:  # jinja2 too old to render untrusted templates safely
-            raise UsageError(f"{error}; or pip install 'respc[authoring]'") from None
+            from respc._extras import install_hint
+
+            raise UsageError(f"{error}; or {install_hint('authoring')}") from None
     return chat_template
 
 

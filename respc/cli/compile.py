@@ -29,10 +29,35 @@ def add_target(command: Any) -> None:
     )
 
 
+def add_source(command: Any) -> None:
+    """SOURCE, or `--preset NAME` (a shipped preset's template)."""
+    source = command.add_mutually_exclusive_group(required=True)
+    source.add_argument("source", nargs="?", metavar="SOURCE", help=SOURCE_HELP)
+    source.add_argument("--preset", metavar="NAME", help="a shipped preset (see `respc presets`)")
+
+
+def source_of(args: argparse.Namespace) -> tuple[Any, str, str]:
+    """The template the arguments name, how to name it in errors and headers, and the argument that
+    names it in a command (`--preset qwen3`, or the source)."""
+    if args.preset is not None:
+        from respc.registry import PresetNotFound, load_preset, preset_name
+
+        try:
+            name = preset_name(args.preset)
+            return load_preset(name).TEMPLATE, f"preset {name}", f"--preset {name}"
+        except PresetNotFound as error:
+            raise UsageError(str(error)) from None
+    template, name = load_source(args.source)
+    path = Path(args.source)
+    if args.source != "-" and path.is_dir():  # a model dir: its name may be the preset detected for it
+        return template, name, path.name if path.is_absolute() else path.as_posix()
+    return template, name, name
+
+
 def register(commands: Any) -> None:
     """Add `compile` to the `respc` subcommands."""
     command = commands.add_parser("compile", help="compile a template to a Python parser module")
-    command.add_argument("source", metavar="SOURCE", help=SOURCE_HELP)
+    add_source(command)
     command.add_argument("-o", "--output", metavar="OUT", help="write the module here (default: stdout)")
     command.add_argument(
         "--check", action="store_true", help="write nothing; exit 1 with a diff if OUT is stale"
@@ -44,11 +69,11 @@ def register(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.check and not args.output:
         raise UsageError("--check needs -o OUT: the file to compare against")
-    template, name = load_source(args.source)
+    template, name, argument = source_of(args)
     out_name = None
     if args.output:
         out_name = Path(args.output).name if Path(args.output).is_absolute() else args.output
-    regenerate = f"respc compile {name}" + (f" -o {out_name}" if out_name else "")
+    regenerate = f"respc compile {argument}" + (f" -o {out_name}" if out_name else "")
     if args.target is not None:
         regenerate += f" --target {args.target}"
     from respc._compile import generate_source

@@ -1,4 +1,4 @@
-"""`respc explain SOURCE`: the delimiter table, the fields and the state plan, as text."""
+"""`respc explain SOURCE|--preset NAME`: the delimiter table, the fields and the state plan, as text."""
 
 from __future__ import annotations
 
@@ -6,9 +6,8 @@ import argparse
 import sys
 from typing import Any
 
-from respc.cli.compile import SOURCE_HELP, add_target
+from respc.cli.compile import add_source, add_target, source_of
 from respc.cli.errors import template_errors
-from respc.model import load_source
 
 __all__ = ["register", "run"]
 
@@ -16,7 +15,7 @@ __all__ = ["register", "run"]
 def register(commands: Any) -> None:
     """Add `explain` to the `respc` subcommands."""
     command = commands.add_parser("explain", help="print the delimiter table and state plan")
-    command.add_argument("source", metavar="SOURCE", help=SOURCE_HELP)
+    add_source(command)
     add_target(command)
     command.set_defaults(run=run)
 
@@ -24,7 +23,7 @@ def register(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from respc._compile import explain
 
-    template, name = load_source(args.source)
+    template, name, _ = source_of(args)
     with template_errors(name):
         text = explain(template, name=name, target=args.target)
     sys.stdout.write(text)

@@ -1,7 +1,8 @@
 """`respc parse`: parse stored model outputs into messages, one response or a JSONL file of them.
 
 A record that fails to parse never stops the run and is never dropped (see `respc.batch`); the exit code
-is then 1. Usage errors and unreadable input exit 2 with one line on stderr. `-o OUT` is written
+is then 1. A response that ends inside a region (cut off) is counted and flagged, and fails with
+`--strict-end`. Usage errors and unreadable input exit 2 with one line on stderr. `-o OUT` is written
 atomically, so an interrupted or failed run leaves OUT as it was.
 """
 
@@ -16,8 +17,17 @@ from pathlib import Path
 from typing import IO, Any
 
 from respc._io import AtomicOutput, open_text, read_json, read_lines
-from respc.batch.files import FORMATS, count_records, input_of, output_of
-from respc.batch.records import LAYOUTS, Columns, ParserSource, error_line
+from respc.batch.files import (
+    FORMATS,
+    SUFFIXES,
+    check_output,
+    count_records,
+    input_of,
+    open_sink,
+    output_of,
+    require_pyarrow,
+)
+from respc.batch.records import LAYOUTS, Columns, ParserSource, RecordParser, result_line
 from respc.cli.compile import SOURCE_HELP, add_target
 from respc.cli.errors import UsageError, template_errors
 from respc.cli.progress import Progress
@@ -53,6 +63,13 @@ def register(commands: Any) -> None:
         "--format", choices=("text", *FORMATS), help="INPUT's format (default: from its name; stdin: text)"
     )
     command.add_argument("--jsonl", action="store_true", help="same as --format jsonl")
+    prefix = command.add_mutually_exclusive_group()
+    prefix.add_argument(
+        "--prefix",
+        metavar="TEXT",
+        help="a single response: the prompt it continues (its end decides the first region, e.g. <think>)",
+    )
+    prefix.add_argument("--prefix-file", metavar="FILE", help="a single response: --prefix read from FILE")
     command.add_argument("--response-field", metavar="NAME", help="default: response")
     command.add_argument(
         "--prompt-field", metavar="NAME", help="used as prefix; default: prompt (if present)"
@@ -65,6 +82,11 @@ def register(commands: Any) -> None:
     command.add_argument(
         "--lenient", action="store_true", help='errors="keep": keep what parsed, list parse_errors'
     )
+    command.add_argument(
+        "--strict-end",
+        action="store_true",
+        help="fail a response that ends inside a region (cut off; by default it is flagged and counted)",
+    )
     command.add_argument("-o", "--output", metavar="OUT", help="a file, or DIR/ for shards (default: stdout)")
     command.add_argument(
         "--output-format", choices=FORMATS, help="OUT's format (default: from its name, else jsonl)"
@@ -72,11 +94,10 @@ def register(commands: Any) -> None:
     command.add_argument(
         "--layout",
         choices=LAYOUTS,
-        default="json",
-        help="Parquet output: the message as JSON (json), or also typed columns (typed)",
+        help="Parquet output: the message as JSON (json, the default), or also typed columns (typed)",
     )
     command.add_argument(
-        "--shard-rows", type=int, default=1_000_000, metavar="N", help="records per output shard"
+        "--shard-rows", type=int, metavar="N", help="records per output shard (-o DIR/; default 1000000)"
     )
     command.add_argument("--engine", choices=("local", "ray"), default="local", help="default: local")
     command.add_argument("--workers", type=int, default=1, metavar="N", help="local worker processes")
@@ -103,12 +124,47 @@ def run(args: argparse.Namespace) -> int:
     module = _load(source, name)  # a bad preset or template is found before any record is read
     form = _input_format(args)
     if form == "text":
-        if args.engine != "local":
-            raise UsageError("a single response (text input) is parsed locally; --engine ray needs records")
-        with _input(args.input) as stream, _output(args.output) as out:
-            failed = _parse_one(stream, out, module, tools, "keep" if args.lenient else "strict")
-        return 1 if failed else 0
-    return _parse_records(args, source, tools, form)
+        _check_text_options(args)
+        prefix = _prefix(args)
+        with _input(args.input) as stream:
+            text = "".join(read_lines(stream, getattr(stream, "name", "<stdin>")))
+        return _parse_one(args, module, text, prefix, tools)
+    if args.prefix is not None or args.prefix_file is not None:
+        raise UsageError("--prefix is for a single response; records take theirs from --prompt-field")
+    return _parse_records(args, source, tools)
+
+
+# Options that only records have (a single response takes --prefix and --tools).
+RECORD_OPTIONS = {
+    "response_field": "--response-field",
+    "prompt_field": "--prompt-field",
+    "id_field": "--id-field",
+    "tools_field": "--tools-field",
+    "shard_rows": "--shard-rows",
+}
+
+
+def _check_text_options(args: argparse.Namespace) -> None:
+    if args.engine != "local":
+        raise UsageError("a single response (text input) is parsed locally; --engine ray needs records")
+    for key, option in RECORD_OPTIONS.items():
+        if getattr(args, key) is not None:
+            hint = "; its prompt goes in --prefix" if key == "prompt_field" else ""
+            raise UsageError(f"{option} is for records (JSONL or Parquet); the input is one response{hint}")
+
+
+def _prefix(args: argparse.Namespace) -> str:
+    if args.prefix_file is not None:
+        with open_text(args.prefix_file) as stream:
+            return "".join(read_lines(stream, args.prefix_file))
+    return args.prefix or ""
+
+
+def load_parser(args: argparse.Namespace) -> tuple[Any, str]:
+    """The parser module `--preset`, `--template` or `--model` names, and its name (`respc serve`)."""
+    source, name = _source(args)
+    module = _load(source, name)
+    return module, (module.__name__.rpartition(".")[2] if source.preset is not None else name)
 
 
 def _input_format(args: argparse.Namespace) -> str:
@@ -124,7 +180,7 @@ def _input_format(args: argparse.Namespace) -> str:
     return "text"
 
 
-def _parse_records(args: argparse.Namespace, source: ParserSource, tools: list | None, form: str) -> int:
+def _parse_records(args: argparse.Namespace, source: ParserSource, tools: list | None) -> int:
     from respc.batch.local import Job, run_local
 
     named = {
@@ -140,14 +196,21 @@ def _parse_records(args: argparse.Namespace, source: ParserSource, tools: list |
         # optional (without them the run's --tools apply)
         required=frozenset(v for k, v in named.items() if v is not None and k != "tools"),
     )
+    output = output_of(args.output, args.output_format, args.shard_rows or 1_000_000)
+    if args.shard_rows is not None and not output.shards:
+        raise UsageError(f"--shard-rows is for a directory of shards (-o DIR/); {output.name} is one file")
+    if args.layout is not None and output.format != "parquet":
+        raise UsageError(f"--layout is for Parquet output; {output.name} is JSONL (the message as JSON)")
     job = Job(
         source=source,
-        input=input_of(args.input, form),
-        output=output_of(args.output, args.output_format, args.shard_rows),
+        # (the format as named: a directory's files without a suffix are shards only when it is)
+        input=input_of(args.input, "jsonl" if args.jsonl else args.format),
+        output=output,
         columns=columns,
         tools=tools,
-        layout=args.layout,
+        layout=args.layout or "json",
         errors="keep" if args.lenient else "strict",
+        strict_end=args.strict_end,
     )
     progress = Progress(count_records(job.input))
     if args.engine == "ray":
@@ -157,7 +220,8 @@ def _parse_records(args: argparse.Namespace, source: ParserSource, tools: list |
     else:
         summary = run_local(job, workers=args.workers, progress=progress.advance)
     progress.end()
-    print(f"respc: {summary.records} records, {summary.failed} failed", file=sys.stderr)
+    cut_off = f", {summary.cut_off} cut off (ended inside a region)" if summary.cut_off else ""
+    print(f"respc: {summary.records} records, {summary.failed} failed{cut_off}", file=sys.stderr)
     return 1 if summary.failed else 0
 
 
@@ -212,13 +276,41 @@ def _output(name: str | None) -> Iterator[IO[str]]:
         yield stream
 
 
-def _parse_one(stream: IO[str], out: IO[str], module: Any, tools: list | None, errors: str) -> int:
-    text = "".join(read_lines(stream, getattr(stream, "name", "<stdin>")))
-    try:
-        message = module.parse_response(text, prefix="", tools=tools, errors=errors)
-    except Exception as error:
-        out.write(error_line(None, type(error).__name__, str(error), text) + "\n")
-        print(f"respc: the response failed to parse: {type(error).__name__}", file=sys.stderr)
-        return 1
-    out.write(json.dumps(message, ensure_ascii=False, indent=2) + "\n")
-    return 1 if "parse_errors" in message else 0
+def _parse_one(args: argparse.Namespace, module: Any, text: str, prefix: str, tools: list | None) -> int:
+    """One response: its message as indented JSON (stdout, or OUT), or as one record when OUT is a
+    .jsonl or .parquet file (or --output-format says so). Exit 1 when it failed (or listed parse_errors)."""
+    form = args.output_format or (SUFFIXES.get(Path(args.output).suffix) if args.output else None)
+    if args.layout is not None and form != "parquet":
+        raise UsageError("--layout is for Parquet output (-o FILE.parquet)")
+    output = None if form is None else output_of(args.output, form)
+    if output is not None:
+        if output.shards:
+            raise UsageError(f"{output.name}: one response is written to a file, not a directory of shards")
+        if form == "parquet":
+            require_pyarrow()
+        check_output(output)
+    errors = "keep" if args.lenient else "strict"
+    records = RecordParser(module, tools=tools, errors=errors, strict_end=args.strict_end)
+    result = records.result({"response": text, "prompt": prefix})
+    if result.cut_off is not None:
+        print(f"respc: the response ended inside region {result.cut_off!r} (cut off)", file=sys.stderr)
+    if result.error is not None:
+        print(f"respc: the response failed to parse: {result.error[0]}", file=sys.stderr)
+    if output is None:
+        with _output(args.output) as out:
+            if result.error is None:
+                out.write(json.dumps(result.message, ensure_ascii=False, indent=2) + "\n")
+            else:
+                out.write(result_line(result) + "\n")
+    elif form == "jsonl":
+        with open_sink(output) as sink:
+            sink.write_lines([result_line(result)])
+    else:
+        import pyarrow as pa
+
+        from respc.batch.arrow import output_schema, results_table
+
+        layout = args.layout or "json"
+        with open_sink(output, output_schema(None, layout)) as sink:
+            sink.write_table(results_table([result], pa.nulls(1), layout))
+    return 1 if result.failed else 0

@@ -114,7 +114,7 @@ def _tokenizer_template(tokenizer: Any) -> Any:
 
 
 def _found(tokenizer: Any) -> tuple[dict, str, str | None]:
-    from respc.model import detect
+    from respc.model import detect, detection_sources
     from respc.registry import PresetNotFound, load_preset
 
     template = _tokenizer_template(tokenizer)
@@ -126,7 +126,7 @@ def _found(tokenizer: Any) -> tuple[dict, str, str | None]:
             )
         return template, "the tokenizer's response_template", None
     tried = []
-    for source in _detection_sources(tokenizer):
+    for source in detection_sources(tokenizer):
         try:
             found = detect(source)
         except PresetNotFound as error:  # AmbiguousPreset too: the next source may settle it
@@ -161,37 +161,6 @@ def _reason(error: Exception) -> str:
 def _shown(source: Any) -> str:
     text = str(source)
     return "its chat template" if "{%" in text or "{{" in text else text
-
-
-def _detection_sources(tokenizer: Any) -> list[Any]:
-    """What detection can read: the model directory, else the Hugging Face cache's copy of a repository
-    id (local files only), else the tokenizer's loaded chat template."""
-    sources: list[Any] = []
-    name = getattr(tokenizer, "name_or_path", None)
-    if isinstance(name, str) and name:
-        if Path(name).is_dir():
-            sources.append(Path(name))
-        else:
-            directory = _hub_snapshot(name)
-            if directory is not None:
-                sources.append(directory)
-    chat_template = getattr(tokenizer, "chat_template", None)
-    if isinstance(chat_template, dict):
-        chat_template = "\n".join(t for t in chat_template.values() if isinstance(t, str))
-    if isinstance(chat_template, str) and chat_template:
-        sources.append(chat_template)
-    return sources
-
-
-def _hub_snapshot(repo_id: str) -> Path | None:
-    try:
-        from huggingface_hub import snapshot_download
-    except ImportError:
-        return None
-    try:
-        return Path(snapshot_download(repo_id, local_files_only=True))
-    except Exception:  # not a repository id, or not in the local cache
-        return None
 
 
 @functools.cache

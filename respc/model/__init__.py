@@ -9,6 +9,7 @@ Loading a warm cache needs neither the compiler extra nor transformers nor torch
 
 from __future__ import annotations
 
+import contextlib
 import os
 import types
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from respc._compile import CACHE_ENV, cache_dir, compile_template
+from respc._io import InputError
 from respc.model.detect import Detection, chat_templates, detect
 from respc.model.sources import (
     ResponseTemplateNotFound,
@@ -31,6 +33,26 @@ from respc.runtime.tokenizer import (
     response_parser_with_tokenizer,
 )
 
+
+class _NoTokenizer(TokenDecoder):
+    """A model directory without a usable tokenizer.json: text parses, token ids raise `problem`."""
+
+    def __init__(self, problem: Exception) -> None:
+        self.problem = problem
+
+    def decode_one(self, ids: list[int]) -> str:
+        raise type(self.problem)(f"{self.problem} (token ids need it; text does not)")
+
+
+def _model_tokenizer(path: Path) -> TokenDecoder:
+    """The directory's tokenizer, or, when it has no tokenizer.json (or the `tokenizers` package is
+    missing), one that fails only when asked to decode ids."""
+    try:
+        return load_tokenizer(path)
+    except (FileNotFoundError, ImportError) as error:
+        return _NoTokenizer(error)
+
+
 __all__ = [
     "CACHE_ENV",
     "Detection",
@@ -39,9 +61,12 @@ __all__ = [
     "cache_dir",
     "chat_templates",
     "detect",
+    "detection_sources",
     "for_model",
+    "for_tokenizer",
     "load_source",
     "model_template",
+    "tokenizer_detection",
     "write_response_template",
 ]
 
@@ -83,7 +108,9 @@ def for_model(
     preset: str | None = None,
     infer: bool = False,
 ) -> ModelParser:
-    """The parser for the model directory `path`, bound to its tokenizer.json.
+    """The parser for the model directory `path` (or a repository id in the local Hugging Face cache:
+    `respc.model.hub`; never downloaded), bound to its tokenizer.json (needed for token ids only: without
+    one, text parses and ids raise `FileNotFoundError`).
 
     The parser is the shipped preset named `preset` when given (it replaces detection, the directory's
     own `response_template` included: use it to settle a `respc.AmbiguousPreset` or a model no preset
@@ -96,13 +123,13 @@ def for_model(
     """
     from respc.registry import load_preset
 
-    path = Path(path)
+    path = _model_path(path)
     if preset is not None:
         if not path.is_dir():
             from respc._io import InputError
 
             raise InputError(f"{path}: not a model directory")
-        return ModelParser(path, load_preset(preset, target), load_tokenizer(path), f"preset {preset}")
+        return ModelParser(path, load_preset(preset, target), _model_tokenizer(path), f"preset {preset}")
     try:
         template, module = model_template(path)
     except ResponseTemplateNotFound as error:
@@ -111,9 +138,96 @@ def for_model(
         return _inferred(path, str(error), cache=cache, target=target)
     if module is not None:
         name = module.__name__.rpartition(".")[2]
-        return ModelParser(path, load_preset(name, target), load_tokenizer(path), f"preset {name}")
+        return ModelParser(path, load_preset(name, target), _model_tokenizer(path), f"preset {name}")
     module = compile_template(template, target=target, cache=cache_dir() if cache is None else cache)
-    return ModelParser(path, module, load_tokenizer(path), "tokenizer_config.json")
+    return ModelParser(path, module, _model_tokenizer(path), "tokenizer_config.json")
+
+
+def _model_path(path: str | os.PathLike) -> Path:
+    """A model directory as given, or the cached snapshot of a repository id that is not a directory."""
+    from respc.model import hub
+
+    if isinstance(path, str) and not Path(path).exists() and hub.is_repo_id(path):
+        return hub.snapshot(path)
+    return Path(path)
+
+
+def for_tokenizer(
+    tokenizer: Any,
+    *,
+    target: str | None = None,
+    preset: str | None = None,
+    cache: str | os.PathLike | None = None,
+) -> ModelParser:
+    """The parser for a loaded transformers tokenizer (or a processor's), bound to it: decoding ids as its
+    `decode` does. The parser is the preset named `preset` when given, else the tokenizer's
+    `response_template` (as it is now), else the shipped preset respc detects for it (directory or cached
+    repository, chat template; `origin` says which and why). `target` defaults to the installed
+    transformers' release (`respc.runtime.targets.installed_target`).
+    """
+    from respc.registry import load_preset
+    from respc.runtime.targets import installed_target
+
+    if "ProcessorMixin" in {kind.__name__ for kind in type(tokenizer).__mro__}:
+        tokenizer = tokenizer.tokenizer
+    target = installed_target() if target is None else target
+    path = Path(getattr(tokenizer, "name_or_path", "") or ".")
+    decoder = load_tokenizer(tokenizer)
+    if preset is not None:
+        return ModelParser(path, load_preset(preset, target), decoder, f"preset {preset}")
+    template = getattr(tokenizer, "response_template", None)
+    if template is not None:
+        module = compile_template(template, target=target, cache=cache_dir() if cache is None else cache)
+        return ModelParser(path, module, decoder, "the tokenizer's response_template")
+    found = tokenizer_detection(tokenizer)
+    evidence = ", ".join(found.evidence)
+    origin = f"preset {found.preset} ({found.by}: {evidence})"
+    return ModelParser(path, load_preset(found.preset, target), decoder, origin, found.evidence)
+
+
+def detection_sources(tokenizer: Any) -> list[Any]:
+    """What detection can read of a loaded tokenizer, in order: its model directory, else the local Hugging
+    Face cache's snapshot of its repository id (never downloaded), then its loaded chat template."""
+    from respc.model import hub
+
+    sources: list[Any] = []
+    name = getattr(tokenizer, "name_or_path", None)
+    if isinstance(name, str) and name:
+        if Path(name).is_dir():
+            sources.append(Path(name))
+        elif hub.is_repo_id(name):
+            with contextlib.suppress(InputError):  # not cached: the chat template may still tell
+                sources.append(hub.snapshot(name))
+    chat_template = getattr(tokenizer, "chat_template", None)
+    if isinstance(chat_template, dict):
+        chat_template = "\n".join(text for text in chat_template.values() if isinstance(text, str))
+    if isinstance(chat_template, str) and chat_template:
+        sources.append(chat_template)
+    return sources
+
+
+def tokenizer_detection(tokenizer: Any) -> Detection:
+    """The shipped preset for a loaded tokenizer that has no `response_template`, detected from its model
+    directory (or its repository's cached snapshot), else from its loaded chat template; a tokenizer none
+    matches raises `ResponseTemplateNotFound`, one line naming what was tried."""
+    from respc.registry import PresetNotFound
+
+    name = getattr(tokenizer, "name_or_path", None) or type(tokenizer).__name__
+    tried = []
+    for source in detection_sources(tokenizer):
+        try:
+            found = detect(source)
+        except (PresetNotFound, InputError) as error:
+            tried.append(str(error))
+            continue
+        if (
+            found.preset is not None
+        ):  # else the directory's own template, which this tokenizer no longer holds
+            return found
+    raise ResponseTemplateNotFound(
+        f"{name}: no response_template, and no shipped preset detected "
+        f"({'; '.join(tried) or 'no model directory, cached repository or chat template to detect from'})"
+    )
 
 
 def _inferred(path: Path, not_found: str, *, cache: Any, target: str | None) -> ModelParser:
@@ -133,4 +247,4 @@ def _inferred(path: Path, not_found: str, *, cache: Any, target: str | None) -> 
     module = compile_template(result.template, target=target, cache=cache_dir() if cache is None else cache)
     where = Path(chat_template.where).name
     evidence = (*result.evidence, *(f"warning: {w}" for w in result.warnings))
-    return ModelParser(path, module, load_tokenizer(path), f"inferred from {where} (respc infer)", evidence)
+    return ModelParser(path, module, _model_tokenizer(path), f"inferred from {where} (respc infer)", evidence)

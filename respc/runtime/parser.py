@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 
 __all__ = ["PREFIX_REQUIRED", "CompiledParser"]
 
+_new = object.__new__
+
 PREFIX_REQUIRED = (
     "`ResponseParser`/`parse_response` requires `prefix` (the chat prompt sent to the model before "
     "generation), because chat templates often pre-write part of the assistant message (e.g. an "
@@ -138,8 +140,28 @@ class CompiledParser:
         """A fresh copy of the template's `defaults`."""
         return {}
 
+    def __new__(
+        cls, prefix: Any = None, *, tools: list | None = None, errors: str = "strict", tokenizer: Any = None
+    ) -> Any:
+        """With a `tokenizer`, the parser as `tokenizer.get_response_parser` gives it (an id `prefix`,
+        `feed_ids(ids)`), as the module's `parse_response` takes `tokenizer=`; else a parser."""
+        if tokenizer is None:
+            return object.__new__(cls)
+        import functools
+
+        from respc.runtime.tokenizer import response_parser_with_tokenizer
+
+        return response_parser_with_tokenizer(
+            functools.partial(cls, errors=errors), prefix=prefix, tools=tools, tokenizer=tokenizer
+        )
+
     def __init__(
-        self, prefix: str | None = None, *, tools: list | None = None, errors: str = "strict"
+        self,
+        prefix: str | None = None,
+        *,
+        tools: list | None = None,
+        errors: str = "strict",
+        tokenizer: Any = None,  # (taken by `__new__`, which returns another object then)
     ) -> None:
         if prefix is None:
             raise ValueError(PREFIX_REQUIRED)
@@ -657,19 +679,36 @@ class CompiledParser:
         """`parse_response`: one end-of-stream pass and no events.
 
         The oracle feeds the text and then finalizes; a pass that holds back nothing (end of stream)
-        reaches the same message, because holding only delays text, never reorders or drops it.
+        reaches the same message, because holding only delays text, never reorders or drops it. (Where the
+        plan cannot show that, `WHOLE_BY_STREAM`, the text is fed and finalized as the oracle does.)
         """
-        parser = cls(prefix, tools=tools, errors=errors)
-        if cls.WHOLE_BY_STREAM:
-            parser.feed(text)
-            message = parser.finalize()[0]
+        parser = _new(cls)  # (not `cls(...)`: its `__new__`, for `tokenizer=`, costs a Python call)
+        parser.__init__(prefix, tools=tools, errors=errors)
+        return parser._whole(text)
+
+    @classmethod
+    def parse_cut_off(
+        cls, text: str, prefix: str | None, tools: list | None, errors: str
+    ) -> tuple[dict, Any]:
+        """`parse_whole`, and the field of the explicit region the text ended inside (None: none was
+        open). transformers closes such a region as if its delimiter had come (a truncated tool call
+        parses to a call with fewer arguments); the batch engines count and flag it as cut off."""
+        parser = _new(cls)
+        parser.__init__(prefix, tools=tools, errors=errors)
+        message = parser._whole(text)
+        return message, getattr(parser, "_cut_off", None)
+
+    def _whole(self, text: str) -> dict:
+        if self.WHOLE_BY_STREAM:
+            self.feed(text)
+            message = self.finalize()[0]
         else:
             if text:
-                parser._buf += text
-            parser._process(None, True)
-            message = parser._finish(None)
-        if parser.errors:
-            message["parse_errors"] = parser.errors
+                self._buf += text
+            self._process(None, True)
+            message = self._finish(None)
+        if self.errors:
+            message["parse_errors"] = self.errors
         return message
 
     @classmethod
@@ -792,6 +831,8 @@ class CompiledParser:
             if pos < len(buf):
                 self._route(events, buf[pos:])
                 self._pos = len(buf)
+            # (Set at the end of the stream only: an attribute fewer in `_start`, see there.)
+            self._cut_off = self._current if self._current != self.IMPLICIT else None
             self._close(events)
         elif hold > pos:
             self._route(events, buf[pos:hold])

@@ -9,7 +9,15 @@ next release means adding a `Target` here with its switches and an oracle to the
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_TARGET", "SUPPORTED_TARGETS", "TARGETS", "Target", "UnknownTarget", "get_target"]
+__all__ = [
+    "DEFAULT_TARGET",
+    "SUPPORTED_TARGETS",
+    "TARGETS",
+    "Target",
+    "UnknownTarget",
+    "get_target",
+    "installed_target",
+]
 
 _CONTENT_PARSERS_5_23 = ("text", "int", "float", "bool", "json", "xml-inline", "kv-lines")
 
@@ -108,3 +116,27 @@ def get_target(name: str | Target | None) -> Target:
             f"unknown transformers target {name!r}; supported: {', '.join(SUPPORTED_TARGETS)}"
         )
     return target
+
+
+def installed_target() -> str:
+    """The target of the installed transformers (5.24.x: "5.24"), for code that holds its tokenizers; any
+    other release raises `UnknownTarget`, one line naming the supported ones."""
+    import sys
+
+    version = getattr(sys.modules.get("transformers"), "__version__", None)
+    if version is None:
+        from importlib.metadata import PackageNotFoundError
+        from importlib.metadata import version as installed
+
+        try:
+            version = installed("transformers")
+        except PackageNotFoundError:
+            raise UnknownTarget("transformers is not installed") from None
+    release = ".".join(version.split(".")[:2])
+    if release in TARGETS:
+        return release
+    supported = ", ".join(f"{name}.x" for name in SUPPORTED_TARGETS)
+    raise UnknownTarget(
+        f"transformers {version} is installed, and respc parses as transformers {supported}: install one "
+        f"of those, or pass target= ({', '.join(SUPPORTED_TARGETS)}) to parse as that release regardless"
+    )

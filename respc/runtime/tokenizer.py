@@ -3,13 +3,15 @@
 `tokenizer.parse_response` and `tokenizer.get_response_parser` in transformers 5.23.0 accept token ids,
 batches and arrays, and decode them keeping special tokens (many delimiters are special tokens). This
 module gives compiled parsers the same entry points on top of a `tokenizers.Tokenizer` (the optional
-`tokenizers` package, imported only when a `tokenizer.json` is read) or of any object with a
+`tokenizers` package, imported only when a `tokenizer.json` is read), of a transformers tokenizer (its
+`decode`, through its `tokenizers` backend where that gives the same text), or of any object with a
 transformers-style `decode(ids, skip_special_tokens=...)`. numpy and torch are never imported: arrays
 are recognised only when their library is already loaded, since only then can the caller hold one.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import operator
 import os
@@ -47,7 +49,11 @@ STREAM_PREFIX_NOT_SINGLE = (
 _CLEAN_UP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"))
 _CLEAN_UP += ((" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
 
-_INSTALL_HINT = "reading tokenizer.json needs the `tokenizers` package: pip install 'respc[tokenizers]'"
+_NO_CLEAN_UP_STREAM = (
+    "streaming from token ids is not supported for a tokenizer with clean_up_tokenization_spaces=True; "
+    "decode the ids and feed the text"
+)
+_INSTALL_HINT = "reading tokenizer.json needs the `tokenizers` package: pip install tokenizers"
 
 
 def _loaded_types() -> tuple[tuple[type, ...], tuple[type, ...]]:
@@ -132,11 +138,147 @@ class _TokenizersDecoder(TokenDecoder):
         if self.clean_up:
             # The clean-up rewrites text across token boundaries, so a prefix of the ids does not
             # decode to a prefix of the text; no incremental decoder can match `decode` then.
-            raise ValueError(
-                "streaming from token ids is not supported for a tokenizer with "
-                "clean_up_tokenization_spaces=True; decode the ids and feed the text"
-            )
+            raise ValueError(_NO_CLEAN_UP_STREAM)
         return _DecodeStream(self.tokenizer, self.decode_one)
+
+
+class _TransformersDecoder(TokenDecoder):
+    """A transformers tokenizer: the text of its `decode(ids)`, taken from its `tokenizers` backend directly
+    while the tokenizer decodes as transformers' fast tokenizers do (same calls, without the Python layers
+    between: they cost as much as the decoding itself), else from `decode` itself."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+        # transformers is loaded (the caller holds one of its tokenizers): its own functions, not copies.
+        self._to_py_obj = sys.modules["transformers.utils.generic"].to_py_obj
+        base = sys.modules["transformers.tokenization_utils_base"].PreTrainedTokenizerBase
+        backend = sys.modules.get("transformers.tokenization_utils_tokenizers")
+        fast = getattr(backend, "TokenizersBackend", None)
+        self._plain = (base.decode, getattr(fast, "_decode", None))
+        self._table: _ByteTable | None = None
+
+    def backend(self) -> Any:
+        """The `tokenizers.Tokenizer` whose `decode(ids, skip_special_tokens=False)` is `decode(ids)` now, or
+        None: a class or instance that decodes its own way, or clean-up of spaces (a Python rewrite)."""
+        tokenizer = self.tokenizer
+        kind = type(tokenizer)
+        if kind.decode is not self._plain[0] or kind._decode is not self._plain[1]:
+            return None
+        own = tokenizer.__dict__
+        if "decode" in own or "_decode" in own or tokenizer.clean_up_tokenization_spaces:
+            return None
+        return tokenizer._tokenizer
+
+    def decode(self, token_ids: Any) -> str | list[str]:
+        """`tokenizer.decode(token_ids)`: one str for a sequence, a list for a batch."""
+        backend = self.backend()
+        if backend is None:
+            return self.tokenizer.decode(token_ids)
+        if type(token_ids) is list and set(map(type, token_ids)) <= _INT:
+            # What to_py_obj returns for a list of ints, a copy, without its Python loop over the ids (which
+            # costs half as much as decoding them).
+            return self._decode_ints(backend, token_ids)
+        token_ids = self._to_py_obj(token_ids)
+        if (
+            isinstance(token_ids, (list, tuple))
+            and len(token_ids) > 0
+            and isinstance(token_ids[0], (list, tuple))
+        ):
+            return [_backend_decode(backend, ids) for ids in token_ids]
+        return _backend_decode(backend, token_ids)
+
+    def decode_one(self, ids: list[int]) -> str:
+        backend = self.backend()
+        if backend is None:  # as `_MethodDecoder`, for tokenizers that decode their own way (vLLM's too)
+            return self.tokenizer.decode(ids, skip_special_tokens=False)
+        return _backend_decode(backend, ids)
+
+    def _decode_ints(self, backend: Any, ids: list[int]) -> str:
+        """`backend.decode(ids, skip_special_tokens=False)` for a list of ints; from a table of each token's
+        bytes when the decoder is byte-level alone (`_ByteTable`: a fifth of the time, the same text)."""
+        table = self._table
+        if table is None or table.backend is not backend or not table.current():
+            table = self._table = _ByteTable.of(backend)
+        if table.tokens is None or (ids and (min(ids) < 0 or max(ids) >= len(table.tokens))):
+            return backend.decode(ids, skip_special_tokens=False)  # its own errors, and unknown ids skipped
+        return b"".join(map(table.tokens.__getitem__, ids)).decode("utf-8", "replace")
+
+    def stream(self) -> IdStream:
+        # With clean-up (older configs turn it on), prefix diffing as for any `decode` object: the best an
+        # incremental decoder can do when a prefix of the ids need not decode to a prefix of the text.
+        backend = self.backend()
+        return (
+            _PrefixDiffStream(self.decode_one) if backend is None else _DecodeStream(backend, self.decode_one)
+        )
+
+
+_INT = {int}
+
+
+class _ByteTable:
+    """The bytes of each token of a `tokenizers.Tokenizer` whose decoder is `ByteLevel` alone (GPT-2, Llama 3,
+    Qwen, DeepSeek, gpt-oss...): there `decode(ids, skip_special_tokens=False)` maps each token's characters
+    back to bytes (a token with a character outside the byte alphabet gives its UTF-8 as is, added tokens
+    included), joins them and decodes the UTF-8 lossily (maximal subparts become U+FFFD, as Python's
+    "replace" does). `tokens` is None for any other decoder. Rebuilt when tokens are added or the decoder
+    is replaced."""
+
+    __slots__ = ("backend", "decoder", "size", "tokens")
+
+    def __init__(self, backend: Any, decoder: Any, size: int, tokens: tuple[bytes, ...] | None) -> None:
+        self.backend, self.decoder, self.size, self.tokens = backend, decoder, size, tokens
+
+    @classmethod
+    def of(cls, backend: Any) -> _ByteTable:
+        decoder = backend.decoder
+        size = backend.get_vocab_size(with_added_tokens=True)
+        if type(decoder).__name__ != "ByteLevel" or type(decoder).__module__ != "tokenizers.decoders":
+            return cls(backend, decoder, size, None)
+        to_byte = {char: byte for byte, char in _byte_alphabet().items()}
+        tokens = []
+        for token_id in range(size):
+            token = backend.id_to_token(token_id)
+            if token is None:  # a hole in the vocabulary: decode skips the id; so must we
+                return cls(backend, decoder, size, None)
+            try:
+                tokens.append(bytes(to_byte[char] for char in token))
+            except KeyError:
+                tokens.append(token.encode("utf-8"))
+        return cls(backend, decoder, size, tuple(tokens))
+
+    def current(self) -> bool:
+        """Whether the backend still has this table's decoder and vocabulary size."""
+        return self.backend.get_vocab_size(with_added_tokens=True) == self.size and _same_decoder(
+            self.backend.decoder, self.decoder
+        )
+
+
+def _same_decoder(now: Any, then: Any) -> bool:
+    return type(now) is type(then) and now.__getstate__() == then.__getstate__()
+
+
+@functools.cache
+def _byte_alphabet() -> dict[int, str]:
+    """GPT-2's map of the 256 bytes to printable characters, as `tokenizers`' ByteLevel uses it."""
+    printable = [
+        *range(ord("!"), ord("~") + 1),
+        *range(ord("¡"), ord("¬") + 1),
+        *range(ord("®"), ord("ÿ") + 1),
+    ]
+    others = [byte for byte in range(256) if byte not in printable]
+    return {
+        **{byte: chr(byte) for byte in printable},
+        **{byte: chr(256 + index) for index, byte in enumerate(others)},
+    }
+
+
+def _backend_decode(backend: Any, ids: Any) -> str:
+    """transformers' `TokenizersBackend._decode(ids)` with its defaults, less the clean-up it would skip."""
+    if isinstance(ids, int):
+        ids = [ids]
+    if isinstance(ids, dict):
+        ids = ids["input_ids"]
+    return backend.decode(ids, skip_special_tokens=False)
 
 
 class _MethodDecoder(TokenDecoder):
@@ -158,7 +300,8 @@ def _tokenizers_module() -> Any:
 
 
 def load_tokenizer(source: Any) -> TokenDecoder:
-    """A decoder for a tokenizer.json path, a model directory, a `tokenizers.Tokenizer` or a `decode` object.
+    """A decoder for a tokenizer.json path, a model directory, a `tokenizers.Tokenizer`, a transformers
+    tokenizer or another `decode` object.
 
     A model directory's `tokenizer_config.json` supplies `clean_up_tokenization_spaces`, as transformers
     reads it there.
@@ -170,6 +313,9 @@ def load_tokenizer(source: Any) -> TokenDecoder:
     tokenizers = sys.modules.get("tokenizers")
     if tokenizers is not None and isinstance(source, tokenizers.Tokenizer):
         return _TokenizersDecoder(source)
+    base = sys.modules.get("transformers.tokenization_utils_base")
+    if base is not None and isinstance(source, base.PreTrainedTokenizerBase):
+        return _TransformersDecoder(source)
     if callable(getattr(source, "decode", None)):
         return _MethodDecoder(source)
     raise TypeError(

@@ -218,7 +218,8 @@ class DeltaStream:
 
     def feed(self, text: str) -> list[dict]:
         """The deltas this piece of model output makes certain (those of the prefix come with the first)."""
-        self._live()
+        if self._state != "live":  # `_live`, inlined
+            raise RuntimeError(f"DeltaStream already {self._state}")
         try:
             events = self.parser.feed(text)
         except Exception as error:
@@ -251,6 +252,27 @@ class DeltaStream:
                     return []
                 field.sent.append(out)
                 return [{field.key: out}]
+            region = self._region
+            if (
+                region is not None
+                and event["type"] == "region_chunk"
+                and event["field"] == "tool_calls"
+                and self._hold is None
+            ):
+                # The commonest feed of a long JSON argument: a chunk inside one of its strings, sent as
+                # it is (`_process`, `_ops` and `_args` for it, written out).
+                chunk = event["text"]
+                sent = region.feed_in_string(chunk)
+                if sent is not None:
+                    floor = self._floor
+                    if chunk is text and floor == len(grown) - len(text):
+                        self._floor = len(grown)
+                    else:
+                        found = grown.find(chunk, floor)
+                        self._floor = found + len(chunk) if found >= 0 else floor
+                    index = self._items[sent[0]]
+                    self._argless.discard(index)
+                    return [{"tool_calls": [{"index": index, "function": {"arguments": sent[1]}}]}]
         self._run(events, eos=False)
         return self._take()
 

@@ -59,7 +59,47 @@ def call_parts(call: dict) -> tuple[Any, Any, Any]:
 
 
 def _escape(text: str) -> str:
+    # JSON escapes only quotes, backslashes and control characters, none of which printable text holds.
+    if text.isprintable() and '"' not in text and "\\" not in text:
+        return text
     return json.dumps(text, ensure_ascii=False)[1:-1]
+
+
+_TAIL_LEAD = ("\\s*", "\\s+", "")  # a run of whitespace the tail may start with
+_CONTROL_ESCAPES = {"n": "\n", "t": "\t", "r": "\r"}
+_METACHARACTERS = frozenset("\\.^$*+?{}[]|()")
+
+
+def tail_start(after: str) -> tuple[str, bool] | None:
+    """For a tail pattern `after` that is a literal, after a whitespace run or not (`\\s*</parameter>`):
+    (the literal's first character, whether the run is there). None for any other pattern.
+
+    A match of such a tail, whole or partial, starts at that character, or at whitespace that runs up to
+    it or to the end of the text: text after a point with neither holds none (but the empty partial match
+    at its very end, which every pattern has)."""
+    if "|" in after or "(?" in after:
+        return None  # another branch, or a flag, may start the match with anything
+    for lead in _TAIL_LEAD:
+        if lead and not after.startswith(lead):
+            continue
+        rest = after[len(lead) :]
+        if rest[:1] == "\\" and len(rest) > 1 and (not rest[1].isalnum() or rest[1] in _CONTROL_ESCAPES):
+            first = _CONTROL_ESCAPES.get(rest[1], rest[1])
+        elif rest and rest[0] not in _METACHARACTERS:
+            first = rest[0]
+        else:
+            continue
+        if rest[2 if rest[0] == "\\" else 1 :][:1] in ("*", "?", "{"):
+            continue  # the first character is optional: it need not start the match
+        return first, bool(lead)
+    return None
+
+
+def holds_no_tail(start: tuple[str, bool], text: str, since: int) -> bool:
+    """Whether `text` from `since` holds no match of the tail `start` describes (`tail_start`). (`isspace`
+    takes every character the `regex` module's `\\s` takes, and four more, so it never misses a run.)"""
+    first, lead = start
+    return text.find(first, since) < 0 and not (lead and text[-1:].isspace())
 
 
 class Stripper:
@@ -111,6 +151,9 @@ class XmlTags:
     # greedy or alternating value can still change as text arrives (`[1` becomes `[1, 2]`), so its tag
     # is certain only once the region has closed.
     lazy: bool = True
+    # What a match of `tail` starts with (`tail_start`), or None when that cannot be told: text without
+    # it holds no tail, which spares the tail's (costlier) partial search on most feeds.
+    tail_start: tuple[str, bool] | None = None
 
 
 @dataclass(frozen=True)
@@ -207,7 +250,14 @@ def _xml_tags(args: dict) -> XmlTags | None:
         except regex.error:  # a backreference to the key: the value is sent when its tag completes
             tail = None
     value_parser = args.get("value_parser")
-    return XmlTags(tag, head, tail, value_parser if isinstance(value_parser, dict) else None, inside == ".*?")
+    return XmlTags(
+        tag,
+        head,
+        tail,
+        value_parser if isinstance(value_parser, dict) else None,
+        inside == ".*?",
+        tail_start(after) if tail is not None else None,
+    )
 
 
 def shape_of(spec: dict, target: str | Target | None = None) -> CallShape:
@@ -557,6 +607,7 @@ class ToolRegion:
         self.ops: list[tuple] = []
         self.raw: list[str] = []
         self.mode = "final" if captures is None and _needs_captures(shape) else shape.mode
+        self._untyped_member = -1  # the member `feed_in_string` found no tool type for (the last asked)
         if self.mode == "json":
             self.dialect = (
                 _Dialect(shape.dialect, shape.target.json_keys_skip_strings)
@@ -585,6 +636,49 @@ class ToolRegion:
         elif self.mode == "xml":
             self._send(0, self.xml.feed(text))
         return self._take()
+
+    def feed_in_string(self, text: str) -> tuple[int, str] | None:
+        """(item, arguments text) for a chunk that only extends a JSON string inside the arguments of the
+        region's one call (no quote, no backslash, nothing held back), or an xml-inline string value being
+        sent (`_XmlArgs.feed_in_value`): the commonest chunk of a long argument. `feed` would walk it character run by run and render it from the body to the same
+        text; this skips both. None when the chunk is not such (the caller then uses `feed`)."""
+        if self.mode == "xml":
+            call = self.calls.get(0)
+            if call is None or not call.announced:
+                return None
+            sent = self.xml.feed_in_value(text)
+            if sent is None:
+                return None
+            self.raw.append(text)
+            call.sent.append(sent)
+            return 0, sent
+        if self.mode != "json" or self.dialect is not None or len(self.calls) != 1:
+            return None
+        scan = self.scan
+        if scan.string_start < 0 or scan.broken or '"' in text or "\\" in text or not text:
+            return None
+        ((item, call),) = self.calls.items()
+        body = scan.text
+        if (
+            not call.announced
+            or call.args_path is None
+            or call.args_end >= 0
+            or call.sent_to != len(body)
+            or scan.pos != len(body)
+        ):
+            return None
+        member = call.member
+        if member >= 0 and member != self._untyped_member:
+            if self._types(call.name, call.members[member][1]):
+                return None  # coercion may rewrite this member: `feed` waits for its end
+            self._untyped_member = member
+        self.raw.append(text)
+        scan.text = ""  # grown through `body` alone, in place (see `_JsonScan.feed`)
+        body += text
+        scan.text = body
+        scan.pos = call.sent_to = len(body)
+        call.sent.append(text)
+        return item, text
 
     def close(self) -> list[tuple]:
         """The operations the end of the body makes certain; the region's value settles the rest."""
@@ -788,8 +882,12 @@ class _XmlArgs:
             tail = None
             if tags.tail is not None:
                 # The tail cannot start before where it last could: a long value is searched once, not per feed.
-                tail = tags.tail.search(body, param["since"], partial=True)
-                param["since"] = tail.start() if tail is not None else len(body)
+                start = tags.tail_start
+                if start is not None and holds_no_tail(start, body, param["since"]):
+                    param["since"] = len(body)  # no character after `since` can start the tail
+                else:
+                    tail = tags.tail.search(body, param["since"], partial=True)
+                    param["since"] = tail.start() if tail is not None else len(body)
             if tags.tail is None or (tail is not None and not tail.partial):
                 whole = tags.tag.match(body, param["start"])
                 unsure = whole is not None and (whole.end() == len(body) or not tags.lazy)
@@ -812,6 +910,35 @@ class _XmlArgs:
                 out.append(self._member(param) + _escape(piece))
             break
         return "".join(out)
+
+    def feed_in_value(self, text: str) -> str | None:
+        """The arguments text for a chunk that only extends a string value being sent: no tail can start
+        in the text not yet sent nor in the chunk (`holds_no_tail`, read on both), and the chunk ends the
+        value's text so far with something stripping keeps. That is `feed`'s answer without its searches
+        (a whitespace run held back as a possible tail start goes with it); None when the chunk is not
+        such (then call `feed`)."""
+        param, start = self.param, self.tags.tail_start
+        if param is None or start is None or self.lost or not text or param["mode"] != "string":
+            return None
+        body, since = self.body, param["since"]
+        strip = param["strip"]
+        if (
+            param["at"] + param["seen"] != since
+            or not param.get("opened")
+            or (strip.strip and (not strip.started or text[-1].isspace()))
+            or body.find(start[0], since) >= 0
+            or not holds_no_tail(start, text, 0)
+        ):
+            return None
+        piece = strip.held + body[since:] + text if strip.strip else body[since:] + text
+        strip.held = ""
+        self.body = ""  # grown through `body` alone, in place (see `_JsonScan.feed`)
+        body += text
+        self.body = body
+        param["since"] = len(body)
+        param["seen"] = len(body) - param["at"]
+        param["sent"].append(piece)
+        return _escape(piece)
 
     def finish(self) -> str | None:
         """The closing brace, or None when what was sent cannot equal the final arguments."""

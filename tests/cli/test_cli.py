@@ -80,7 +80,7 @@ def test_check_reports_fresh_stale_and_missing(config_dir: Path, tmp_path: Path)
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        (None, "no such file"),
+        (None, "no such file or directory"),
         ('{"fields": {', "invalid JSON at line 1 column 13"),
         ('{"tokenizer_class": "X"}', "has no 'response_template' key"),
         ('{"response_template": null}', "'response_template' is null"),
@@ -215,7 +215,7 @@ def test_regen_readme_errors_name_the_readme_in_one_line(tmp_path: Path) -> None
     missing = respc_cli("regen", "--check", "--readme", str(tmp_path / "NOPE.md"))
     assert (missing.returncode, missing.stderr) == (
         2,
-        f"respc: error: {tmp_path / 'NOPE.md'}: no such file\n",
+        f"respc: error: {tmp_path / 'NOPE.md'}: no such file or directory\n",
     )
     bare = tmp_path / "BARE.md"
     bare.write_text("# no table here\n", encoding="utf-8")

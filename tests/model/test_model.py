@@ -57,7 +57,7 @@ def test_load_source_reads_templates_configs_directories_and_stdin(
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        (None, "no such file"),
+        (None, "no such file or directory"),
         ("{not json", "invalid JSON at line 1 column 2: Expecting property name enclosed in double quotes"),
         (b"\xff\xfe", "not UTF-8 text (byte 0: invalid start byte)"),
         ('{"tokenizer_class": "X"}', "has no 'response_template' key"),
@@ -278,3 +278,21 @@ def test_write_response_template_keeps_every_other_key(tmp_path: Path) -> None:
     assert json.loads((fresh / "tokenizer_config.json").read_text(encoding="utf-8")) == {
         "response_template": TEMPLATES["smollm"]
     }
+
+
+def test_for_model_parses_text_without_a_tokenizer_json(tmp_path: Path) -> None:
+    """As `respc parse --model` does: tokenizer.json is needed for token ids only, config.json not at all
+    when tokenizer_config.json holds the template."""
+    directory = tmp_path / "text-only"
+    directory.mkdir()
+    template = TEMPLATES["smollm"]
+    config = {"response_template": template}
+    (directory / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    text = "<think>hmm</think>Hello!<|im_end|>"
+    parser = model.for_model(directory, cache=tmp_path / "cache")
+    assert parser.parse_response(text, prefix="") == respc.parse_response(text, template, prefix="")
+    stream = parser.get_response_parser(prefix="")
+    stream.feed(text)
+    assert stream.finalize()[0] == respc.parse_response(text, template, prefix="")
+    with pytest.raises(FileNotFoundError, match=r"no tokenizer\.json .*token ids need it; text does not"):
+        parser.parse_response([1, 2, 3], prefix="")

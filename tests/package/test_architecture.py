@@ -98,7 +98,7 @@ def _within(prefixes: tuple[str, ...], module: str) -> bool:
     return any(module == prefix or module.startswith(prefix + ".") for prefix in prefixes)
 
 
-SHARED = ("respc._hash", "respc._literal", "respc._io", "respc._version")
+SHARED = ("respc._hash", "respc._literal", "respc._io", "respc._version", "respc._extras")
 # What each part may import of respc (besides itself). Everything but the compiler reaches the compiler
 # through one door, respc._compile; nothing but the entry point imports the command line.
 ALLOWED = {

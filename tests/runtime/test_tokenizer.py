@@ -330,6 +330,8 @@ def test_feeding_ids_one_at_a_time_equals_feeding_the_text(family: str, kind: st
     for ours in (
         rt.response_parser_with_tokenizer(module.ResponseParser, prefix=pids, tokenizer=source),
         respc.ResponseParser(template, pids, tokenizer=source),
+        respc.ResponseParser(module, pids, tokenizer=source),  # a compiled module stands for its template
+        module.ResponseParser(pids, tokenizer=source),  # as the module's parse_response takes tokenizer=
     ):
         theirs = OracleParser(template, prefix=text_of(tokenizer, pids))
         assert ours.initial_events == theirs.initial_events

@@ -1,23 +1,19 @@
-"""examples/server.py end to end: started on 127.0.0.1 (a free port) in a process of its own, talked to
+"""examples/server.py (`respc serve`) end to end: started on 127.0.0.1 (a free port) in a process of its own, talked to
 by the real `openai` and `anthropic` clients (strict response validation, no mocks), stopped after."""
 
 from __future__ import annotations
 
 import contextlib
 import json
-import re
-import select
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import anthropic
 import openai
 import pytest
+from support.http_server import running
 
 ROOT = Path(__file__).parents[2]
 SERVER = ROOT / "examples" / "server.py"
@@ -33,46 +29,11 @@ ARGUMENTS = {"city": "Paris, France", "days": 3}  # days typed by the request's 
 @contextlib.contextmanager
 def serving(directory: Path, preset: str, records: list[dict]) -> Iterator[str]:
     """Run examples/server.py on a free loopback port until the block ends; its base URL."""
-    replay, log = directory / "replay.jsonl", directory / "server.log"
+    replay = directory / "replay.jsonl"
     replay.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
-    command = [
-        sys.executable,
-        str(SERVER),
-        "--preset",
-        preset,
-        "--replay",
-        str(replay),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        "0",
-    ]
-    with log.open("w", encoding="utf-8") as errors:
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, text=True)
-    try:
-        ready, _, _ = select.select([process.stdout], [], [], 60)
-        line = process.stdout.readline() if ready else ""
-        started = re.fullmatch(rf"serving {preset} on (http://127\.0\.0\.1:\d+)\n", line)
-        assert started, f"the server did not start: {line!r}\n{log.read_text(encoding='utf-8')}"
-        url = started.group(1)
-        deadline = time.monotonic() + 30
-        while True:  # until it answers HTTP (an unknown path: 404)
-            try:
-                urllib.request.urlopen(url + "/", timeout=5)
-            except urllib.error.HTTPError:
-                break
-            except OSError:
-                assert time.monotonic() < deadline and process.poll() is None, log.read_text(encoding="utf-8")
-                time.sleep(0.05)
+    command = [sys.executable, str(SERVER), "--preset", preset, "--replay", str(replay), "--port", "0"]
+    with running([*command, "--host", "127.0.0.1"], directory / "server.log") as url:
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        process.stdout.close()
 
 
 def _clients(url: str) -> tuple[openai.OpenAI, anthropic.Anthropic]:

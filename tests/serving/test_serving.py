@@ -145,6 +145,79 @@ def test_same_deltas_over_transformers_parser(name: str) -> None:
             assert runs[0] == runs[1], (name, case["text"], step)
 
 
+JSON_ARGUMENT_TEXTS = [
+    '<tool_call>\n{"name": "write", "arguments": {"text": "a long argument, with \\"quotes\\" and \\\\ and é", '
+    '"n": "7", "more": ["x y", "z"]}}\n</tool_call>',
+    '<tool_call>\n{"name": "a", "arguments": {"s": "one two"}}\n</tool_call>'
+    '<tool_call>\n{"name": "b", "arguments": {"s": "three four"}}\n</tool_call>',
+    '<tool_call>\n{"name": "write", "arguments": {"text": "cut off in the middle of a str',
+]
+
+
+XML_ARGUMENT_TEXTS = [
+    '<tool_call>\n<function=write>\n<parameter=text>\n  a long value, with "quotes", \\ and é <b>  \n'
+    "</parameter>\n<parameter=n>\n7\n</parameter>\n</function>\n</tool_call>",
+    "<tool_call>\n<function=write>\n<parameter=text>\ncut off in the middle of a val",
+]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "smollm",
+        "preset:qwen3",
+        "preset:llama3_json",
+        "preset:mistral_v11",
+        "serving_qwen3_5",
+        "preset:qwen3_5",
+        "preset:minimax_m2",
+    ],
+)
+def test_the_in_string_fast_path_sends_what_the_general_path_sends(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DeltaStream sends a chunk inside a JSON argument string, or an xml-inline string value, without
+    walking, searching or rendering the body (`ToolRegion.feed_in_string`); with that path turned off, every stream must give the same deltas
+    and the same end, with tools typing an argument or not, under any chunking."""
+    from respc.serving.tool_args import ToolRegion
+
+    module = module_of(name)
+    texts = [case["text"] for case in cases_of(name)] + JSON_ARGUMENT_TEXTS + XML_ARGUMENT_TEXTS
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    tools = [{"type": "function", "function": {"name": "write", "parameters": schema}}]
+    fast = ToolRegion.feed_in_string
+    taken: list[bool] = []
+
+    def counted(self: ToolRegion, text: str) -> Any:
+        sent = fast(self, text)
+        taken.append(sent is not None)
+        return sent
+
+    def deltas(chunks: list[str], typed: bool, path: Any) -> list:
+        monkeypatch.setattr(ToolRegion, "feed_in_string", path)
+        numbers = iter(range(100))
+        parser = module.ResponseParser("", tools=tools if typed else None)
+        stream = DeltaStream(parser, new_id=lambda: f"call_{next(numbers)}")
+        try:
+            return [d for chunk in chunks for d in stream.feed(chunk)] + list(stream.finish())
+        except DeltaStreamError as error:
+            return [error.reason, error.deltas]
+
+    def same(chunks: list[str], typed: bool) -> None:
+        assert deltas(chunks, typed, counted) == deltas(chunks, typed, lambda self, text: None)
+
+    @SETTINGS
+    @given(st.sampled_from(texts).flatmap(chunked), st.booleans())
+    def run(chunks: list[str], typed: bool) -> None:
+        same(chunks, typed)
+
+    run()
+    for text in texts:
+        for typed in (False, True):
+            same([text[i : i + 4] for i in range(0, len(text), 4)], typed)
+    assert any(taken), "the fast path was never taken: this test could not see it go wrong"
+
+
 # -- policies ---------------------------------------------------------------------------------------
 
 
@@ -493,7 +566,9 @@ def test_a_greedy_xml_value_is_sent_only_when_certain() -> None:
     # contradict the final `[1, 2]`. transformers parses the same feeds to the right message.
     from transformers.utils.chat_parsing import ResponseParser as OracleParser
 
-    template = json.loads((Path(__file__).parents[1] / "fixtures" / "serving" / "trl_lfm2_5.json").read_text())
+    template = json.loads(
+        (Path(__file__).parents[1] / "fixtures" / "serving" / "trl_lfm2_5.json").read_text()
+    )
     module, prefix = respc.compile_template(template), "<|im_start|>assistant\n"
     chunks = ["<think>ok</think>", "<|tool_call_start|>[f(", "x=[1, ", "2], y='a", " b')]<|tool_call_end|>"]
     chunks.append("Done.<|im_end|>")

@@ -54,3 +54,40 @@ def model_dir(
             model_config["_name_or_path"] = name_or_path
         (directory / "config.json").write_text(json.dumps(model_config), encoding="utf-8")
     return directory
+
+
+def trained_tokenizer(corpus: list[str], delimiters: list[str], *, kind: str = "byte-level") -> Tokenizer:
+    """A BPE tokenizer trained on `corpus`: "byte-level" (GPT-2 style, `delimiters` as special tokens) or
+    "byte-fallback" (Llama style: <0xNN> byte tokens, "▁" spaces, a first space stripped on decoding;
+    `delimiters` as ordinary added tokens)."""
+    from tokenizers import AddedToken, decoders, normalizers, trainers
+
+    if kind == "byte-fallback":
+        tokenizer = Tokenizer(models.BPE(byte_fallback=True, fuse_unk=True))
+        tokenizer.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
+        tokenizer.decoder = decoders.Sequence(
+            [decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(), decoders.Strip(" ", 1, 0)]
+        )
+        trainer = trainers.BpeTrainer(
+            vocab_size=700,
+            special_tokens=[f"<0x{byte:02X}>" for byte in range(256)],
+            limit_alphabet=80,
+            show_progress=False,
+        )
+    elif kind == "byte-level":
+        tokenizer = Tokenizer(models.BPE())
+        tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tokenizer.decoder = decoders.ByteLevel()
+        trainer = trainers.BpeTrainer(
+            vocab_size=600, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+        )
+    else:
+        raise ValueError(f"unknown tokenizer kind {kind!r}")
+    tokenizer.train_from_iterator(
+        [*corpus, "Hello world, the weather is mild.", "你好 🎉 東京 café"] * 3, trainer
+    )
+    if kind == "byte-fallback":
+        tokenizer.add_tokens([AddedToken(d, normalized=False) for d in delimiters])
+    else:
+        tokenizer.add_special_tokens([AddedToken(d, special=True, normalized=False) for d in delimiters])
+    return tokenizer

@@ -224,9 +224,11 @@ class WorkerOracle:
         self.process: subprocess.Popen | None = None
 
     def _start(self) -> subprocess.Popen:
+        # The release first; then tests/ (the helpers) and the checkout, so the worker runs this checkout's
+        # respc (respc.accelerate is called there) even where an editable install points elsewhere.
         env = dict(
             os.environ,
-            PYTHONPATH=os.pathsep.join([str(self.path), str(Path(__file__).parents[1])]),
+            PYTHONPATH=os.pathsep.join([str(self.path), str(Path(__file__).parents[1]), str(ROOT)]),
             TRANSFORMERS_VERBOSITY="error",
         )
         return subprocess.Popen(

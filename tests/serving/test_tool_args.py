@@ -1,0 +1,51 @@
+"""The shortcuts of respc.serving.tool_args against what they stand in for, on any text."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import regex
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from respc.serving.tool_args import _escape, holds_no_tail, tail_start
+
+# Whitespace of every kind the two regex engines disagree on, delimiters' characters, and plain text.
+ALPHABET = st.sampled_from(list(' \t\n\r\x0b\x0c\x1c\x1f\x85\xa0\u2028\u3000<>/=pamxé"\\\x00\x7f'))
+
+
+def test_escape_is_json_escaping() -> None:
+    @settings(max_examples=500, deadline=None, derandomize=True)
+    @given(st.text() | st.text(ALPHABET))
+    def run(text: str) -> None:
+        assert _escape(text) == json.dumps(text, ensure_ascii=False)[1:-1]
+
+    run()
+
+
+STREAMABLE = [r"\s*</parameter>", r"</parameter>", r"\s+</arg_value>", r"\n</p>", r"\<x", r"\s*\.end"]
+
+
+@pytest.mark.parametrize("after", STREAMABLE)
+def test_a_text_without_the_tails_start_holds_no_tail(after: str) -> None:
+    start, tail = tail_start(after), regex.compile(after, regex.DOTALL)
+    assert start is not None
+
+    @settings(max_examples=300, deadline=None, derandomize=True)
+    @given(st.text(ALPHABET, max_size=12), st.integers(0, 12))
+    def run(text: str, at: int) -> None:
+        if holds_no_tail(start, text, at):
+            # At most the empty partial match at the very end, which every pattern has: where the value
+            # is certain up to, either way.
+            found = tail.search(text, at, partial=True)
+            assert found is None or (found.partial and found.span() == (len(text), len(text)))
+
+    run()
+
+
+@pytest.mark.parametrize(
+    "after", [r"a*</p>", r"\n?</p>", r"\<{2}", r"</p>|\n", r"(?i)</P>", r"[<>]/p", r"\s</p>", r"(</p>)", ""]
+)
+def test_tails_it_cannot_read_have_no_start(after: str) -> None:
+    assert tail_start(after) is None

@@ -36,6 +36,18 @@ from respc.model import ResponseTemplateNotFound, load_source, model_template
 __all__ = ["register", "run"]
 
 
+def add_parser_source(command: argparse.ArgumentParser) -> None:
+    """The options that choose the parser (one of them, required): `load_parser` reads them."""
+    source = command.add_mutually_exclusive_group(required=True)
+    source.add_argument("--preset", metavar="NAME", help="a shipped preset (see `respc presets`)")
+    source.add_argument("--template", metavar="SOURCE", help=SOURCE_HELP)
+    source.add_argument(
+        "--model",
+        metavar="DIR",
+        help="a model dir: its tokenizer_config.json, else the preset detected for it",
+    )
+
+
 def register(commands: Any) -> None:
     """Add `parse` to the `respc` subcommands."""
     command = commands.add_parser(
@@ -51,14 +63,7 @@ def register(commands: Any) -> None:
         metavar="INPUT",
         help="a response text file, a .jsonl or .parquet file, or a directory of shards (default: stdin)",
     )
-    source = command.add_mutually_exclusive_group(required=True)
-    source.add_argument("--preset", metavar="NAME", help="a shipped preset (see `respc presets`)")
-    source.add_argument("--template", metavar="SOURCE", help=SOURCE_HELP)
-    source.add_argument(
-        "--model",
-        metavar="DIR",
-        help="a model dir: its tokenizer_config.json, else the preset detected for it",
-    )
+    add_parser_source(command)
     command.add_argument(
         "--format", choices=("text", *FORMATS), help="INPUT's format (default: from its name; stdin: text)"
     )

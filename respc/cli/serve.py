@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from respc.cli.compile import SOURCE_HELP, add_target
-from respc.cli.parse import load_parser
+from respc.cli.compile import add_target
+from respc.cli.parse import add_parser_source, load_parser
 
 __all__ = ["register", "run"]
 
@@ -20,14 +20,7 @@ def register(commands: Any) -> None:
         description="An OpenAI- and Anthropic-compatible HTTP server whose stand-in model replays stored "
         "generations; respc.serving.app puts a real engine behind the same app.",
     )
-    source = command.add_mutually_exclusive_group(required=True)
-    source.add_argument("--preset", metavar="NAME", help="a shipped preset (see `respc presets`)")
-    source.add_argument("--template", metavar="SOURCE", help=SOURCE_HELP)
-    source.add_argument(
-        "--model",
-        metavar="DIR",
-        help="a model dir: its tokenizer_config.json, else the preset detected for it",
-    )
+    add_parser_source(command)
     command.add_argument(
         "--replay", required=True, metavar="FILE", help='JSONL generations to replay ("response", "prompt")'
     )

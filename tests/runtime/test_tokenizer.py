@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 import pytest
 from support.compare import TEMPLATES
-from support.models import ABSENT, model_dir
+from support.models import ABSENT, model_dir, trained_tokenizer
 from support.outcome import outcome, same_outcome
-from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+from tokenizers import Tokenizer, models, pre_tokenizers
 from tokenizers.decoders import DecodeStream
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 from transformers.utils.chat_parsing import ResponseParser as OracleParser
@@ -93,34 +93,9 @@ def _corpus(family: str) -> list[str]:
 
 
 def _train(family: str, kind: str) -> Tokenizer:
-    delimiters = FAMILIES[family]
-    if (
-        kind == "byte-fallback"
-    ):  # Llama/Gemma style: bytes as <0xNN> tokens, "▁" spaces, a stripped first space
-        tokenizer = Tokenizer(models.BPE(byte_fallback=True, fuse_unk=True))
-        tokenizer.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
-        tokenizer.decoder = decoders.Sequence(
-            [decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(), decoders.Strip(" ", 1, 0)]
-        )
-        trainer = trainers.BpeTrainer(
-            vocab_size=700,
-            special_tokens=[f"<0x{byte:02X}>" for byte in range(256)],
-            limit_alphabet=80,
-            show_progress=False,
-        )
-    else:
-        tokenizer = Tokenizer(models.BPE())
-        tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-        tokenizer.decoder = decoders.ByteLevel()
-        trainer = trainers.BpeTrainer(
-            vocab_size=600, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
-        )
-    tokenizer.train_from_iterator(_corpus(family), trainer)
-    if kind == "added":
-        tokenizer.add_tokens([AddedToken(d, normalized=False) for d in delimiters])
-    else:
-        tokenizer.add_special_tokens([AddedToken(d, special=True, normalized=False) for d in delimiters])
-    return tokenizer
+    """`kind`: "special" (byte-level, the delimiters special tokens), "added" or "byte-fallback"."""
+    kind = "byte-level" if kind == "special" else kind
+    return trained_tokenizer(_corpus(family), FAMILIES[family], kind=kind)
 
 
 _TOKENIZERS: dict[tuple[str, str], Tokenizer] = {}

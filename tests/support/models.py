@@ -57,9 +57,9 @@ def model_dir(
 
 
 def trained_tokenizer(corpus: list[str], delimiters: list[str], *, kind: str = "byte-level") -> Tokenizer:
-    """A BPE tokenizer trained on `corpus`: "byte-level" (GPT-2 style, `delimiters` as special tokens) or
-    "byte-fallback" (Llama style: <0xNN> byte tokens, "▁" spaces, a first space stripped on decoding;
-    `delimiters` as ordinary added tokens)."""
+    """A BPE tokenizer trained on `corpus`: "byte-level" (GPT-2 style, `delimiters` as special tokens),
+    "added" (the same, `delimiters` as ordinary added tokens) or "byte-fallback" (Llama style: <0xNN> byte
+    tokens, "▁" spaces, a first space stripped on decoding; `delimiters` as ordinary added tokens)."""
     from tokenizers import AddedToken, decoders, normalizers, trainers
 
     if kind == "byte-fallback":
@@ -74,7 +74,7 @@ def trained_tokenizer(corpus: list[str], delimiters: list[str], *, kind: str = "
             limit_alphabet=80,
             show_progress=False,
         )
-    elif kind == "byte-level":
+    elif kind in ("byte-level", "added"):
         tokenizer = Tokenizer(models.BPE())
         tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
         tokenizer.decoder = decoders.ByteLevel()
@@ -86,7 +86,7 @@ def trained_tokenizer(corpus: list[str], delimiters: list[str], *, kind: str = "
     tokenizer.train_from_iterator(
         [*corpus, "Hello world, the weather is mild.", "你好 🎉 東京 café"] * 3, trainer
     )
-    if kind == "byte-fallback":
+    if kind in ("byte-fallback", "added"):
         tokenizer.add_tokens([AddedToken(d, normalized=False) for d in delimiters])
     else:
         tokenizer.add_special_tokens([AddedToken(d, special=True, normalized=False) for d in delimiters])

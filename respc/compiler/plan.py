@@ -32,7 +32,7 @@ from respc.compiler.analysis import (
 )
 from respc.compiler.transforms import transform_expression
 from respc.runtime.content import DIRTY_PARSERS
-from respc.runtime.scan import RUN_CLASSES
+from respc.runtime.scan import RUN_CLASSES, literal_table
 from respc.runtime.targets import Target
 from respc.spec import Anchor, Field, Spec, TemplateError
 
@@ -169,13 +169,16 @@ class Delimiter:
         if self.literal_run is None:
             return None
         literal, trail = self.literal_run
+        # the literal is the prefix the search found (`prefixed`): its length is named with it
+        assert literal == self.prefix, self.anchor
+        length = self.prefix_const + "_LENGTH"
         if self.lead is None and trail is None:
-            return f"(at, at + {len(literal)}, True, None)"
+            return f"(at, at + {length}, True, None)"
         # literal_match walks back over the lead run from the literal: sound only because split_lead
         # never leaves a run character at the start of the rest.
         assert self.lead is None or literal[0] not in RUN_CLASSES[self.lead][1], self.anchor
         lead = self.run_const if self.lead is not None else "None"
-        return f"literal_match(buf, pos, at, {len(literal)}, {lead}, {self.trail_const if trail else 'None'})"
+        return f"literal_match(buf, pos, at, {length}, {lead}, {self.trail_const if trail else 'None'})"
 
     @property
     def text(self) -> str:
@@ -244,24 +247,14 @@ class State:
     @property
     def literal_table(self) -> tuple[tuple[str, bool, Any], ...] | None:
         """For a state watching only literals (two or more), `(literal, is_open, field)` in the order an
-        alternation must try them to reproduce the tie-break at one position: longest first, then in
-        watch order (a literal two delimiters share goes to the first watched). None otherwise."""
+        alternation must try them to reproduce the tie-break at one position (`respc.runtime.scan.
+        literal_table`, which the generated module calls at import). None otherwise."""
         if not self.watches or any(d.method not in ("literal", "literals") for d in self.watches):
             return None
-        entries = [
-            (-len(literal), index, literal, d.kind == "open", d.field)
-            for index, d in enumerate(self.watches)
-            for literal in d.literals
-        ]
-        if len(entries) < 2:
+        if sum(len(d.literals) for d in self.watches) < 2:
             return None
-        seen: set[str] = set()
-        ordered = []
-        for _, _, literal, is_open, field in sorted(entries, key=lambda e: e[:2]):
-            if literal not in seen:
-                seen.add(literal)
-                ordered.append((literal, is_open, field))
-        return tuple(ordered)
+        _, commits = literal_table(*((d.literals, d.kind == "open", d.field) for d in self.watches))
+        return tuple((literal, *commit) for literal, commit in commits.items())
 
     @property
     def stems(self) -> tuple[str, ...]:
@@ -489,9 +482,9 @@ class ParserPlan:
 
     @property
     def used_delimiters(self) -> frozenset[str]:
-        """The delimiter constants some scan reads (literal tables replace the others)."""
+        """The delimiter constants some scan or literal table reads."""
         used = {d.const for d in self._watched(("one", "many"), "stream_shape")}
-        used |= {d.const for d in self._watched(("literal", "many"), "end_shape")}
+        used |= {d.const for d in self._watched(("literal", "literals", "many"), "end_shape")}
         return frozenset(used)
 
     @property
@@ -549,6 +542,22 @@ class ParserPlan:
         that is not within NEAR characters: any occurrence then starts at `NEAR - length + 1` or later,
         and has the character `rare[1]` further. None for a literal longer than NEAR (no near look)."""
         return NEAR - length + 1 + rare[1] if length <= NEAR else None
+
+    @property
+    def rare_needles(self) -> tuple[tuple[str, tuple[str, int], str, bool], ...]:
+        """`(base, rare, needle, is_list)` for what a far scan may find from its rarest character
+        (`rare_char`): the base of its constants' names (`base_RARE`, `base_RARE_AT`, `base_FAR`) and the
+        constant holding the needle (a list's longest literal is its first); delimiters (their literal,
+        list or prefix) and states' literal tables."""
+        needles = []
+        for d in self.delimiters:
+            if d.rare is not None:
+                needle = d.const if d.method in ("literal", "literals") else d.prefix_const
+                needles.append((d.name, d.rare, needle, d.method == "literals"))
+        for s in self.states:
+            if s.rare is not None:
+                needles.append((s.table, s.rare, s.table + "_LITERALS", True))
+        return tuple(needles)
 
     @property
     def far_states(self) -> tuple[State, ...]:
@@ -609,6 +618,8 @@ class ParserPlan:
                     scan.add("literal_match")
         if self.lazy_patterns or not self.start_anchor.is_literal:
             scan.add("LazyRegex")
+        if any(s.end_shape == "literals" for s in self.states):
+            scan.add("literal_table")
         transform = set()
         for f in self.fields:
             if f.value_shape == "runtime-each":

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import re
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -80,11 +81,51 @@ _ENV.filters["pattern"] = _pattern
 
 def render_module(plan: ParserPlan, *, version: str, regenerate: str) -> str:
     """The generated module's source, before formatting."""
+    context = {"plan": plan, "spell": _speller(plan), "contract": CONTRACT}
+    # The code first: the constants part writes a derived constant (a length, a rare character) only
+    # where the code names it.
+    body = "\n\n".join(
+        _ENV.get_template(f"parts/{part}.py.jinja").render(context) for part in ("scans", "values", "parser")
+    )
     return _ENV.get_template("module.py.jinja").render(
-        plan=plan,
+        context,
         version=version,
         template_hash=template_hash(plan.template),
-        contract=CONTRACT,
         regenerate=regenerate,
         docstring=_docstring(plan.description),
+        used=frozenset(_NAME.findall(body)),
+        body=body,
     )
+
+
+_NAME = re.compile(r"\b[A-Za-z_]\w*\b")
+
+
+def _speller(plan: ParserPlan) -> Callable[..., str]:
+    """`spell(texts, own=None)`: a tuple of delimiter texts as Python source that names each text (or the
+    whole tuple) by the module constant holding it, where one does, so a literal is written once. With
+    `own` (a delimiter, in the constants part), only its own prefix, written just before it."""
+    names: dict[Any, str] = {}
+    for d in plan.delimiters:
+        if d.const not in plan.used_delimiters:
+            continue
+        if d.method == "literal":
+            names.setdefault(d.literals[0], d.const)
+        elif d.method == "literals":
+            names.setdefault(d.literals, d.const)
+        elif d.const in plan.prefixed or d.const in plan.stream_prefixed:
+            names.setdefault(d.prefix, d.prefix_const)
+    for state in plan.states:
+        if state.end_shape == "literals":
+            names.setdefault(state.table_literals, state.table + "_LITERALS")
+
+    def spell(texts: tuple[str, ...], own: Any = None) -> str:
+        known = names
+        if own is not None:
+            prefixed = own.const in plan.prefixed or own.const in plan.stream_prefixed
+            known = {own.prefix: own.prefix_const} if prefixed else {}
+        if not texts or texts in known:
+            return known.get(texts, "()")
+        return "(" + ", ".join(known.get(text) or py_literal(text) for text in texts) + ",)"
+
+    return spell

@@ -16,7 +16,7 @@ import re
 from respc.runtime.content import content_parser
 from respc.runtime.contract import Field, State
 from respc.runtime.parser import CompiledParser
-from respc.runtime.scan import scan_literal, scan_literals
+from respc.runtime.scan import literal_table, scan_literal, scan_literals
 from respc.runtime.targets import get_target
 from respc.runtime.transform import each_scope, resolve_in
 
@@ -52,30 +52,34 @@ TRANSFORMERS_TARGET = "5.24"
 
 # Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL (compiled
 # on first use: importing `regex` costs more than the rest of this module).
+CONTENT_OPEN = "<|START_RESPONSE|>"
 CONTENT_CLOSE = ("<|END_OF_TURN_TOKEN|>", "<|END_RESPONSE|>")
+REASONING_CONTENT_OPEN = "<|START_THINKING|>"
 REASONING_CONTENT_CLOSE = "<|END_THINKING|>"
+REASONING_CONTENT_CLOSE_LENGTH = len(REASONING_CONTENT_CLOSE)
+TOOL_CALLS_OPEN = "<|START_ACTION|>"
 TOOL_CALLS_CLOSE = "<|END_ACTION|>"
+TOOL_CALLS_CLOSE_LENGTH = len(TOOL_CALLS_CLOSE)
 START_ANCHOR_LITERALS = ("<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>",)
-START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
-# The literals _scan_outside watches, found in one pass: longest first at a position, then in watch
-# order (the oracle's tie-break).
-_OUTSIDE_LITERALS = ("<|START_RESPONSE|>", "<|START_THINKING|>", "<|START_ACTION|>")
-_OUTSIDE_RE = re.compile("|".join(re.escape(literal) for literal in _OUTSIDE_LITERALS))
-_OUTSIDE_COMMITS = {
-    "<|START_RESPONSE|>": (True, "content"),
-    "<|START_THINKING|>": (True, "reasoning_content"),
-    "<|START_ACTION|>": (True, "tool_calls"),
-}
-# While streaming, a literal can only be partly there at the end of the buffer: as one of these.
+START_ANCHOR_RE = re.compile("|".join(map(re.escape, START_ANCHOR_LITERALS)))
+# The literals _scan_outside watches, in the order one alternation finds the oracle's tie-break (longest
+# first at a position, then in watch order), and what each commits: (is_open, field).
+_OUTSIDE_LITERALS, _OUTSIDE_COMMITS = literal_table(
+    ((CONTENT_OPEN,), True, "content"),
+    ((REASONING_CONTENT_OPEN,), True, "reasoning_content"),
+    ((TOOL_CALLS_OPEN,), True, "tool_calls"),
+)
+_OUTSIDE_RE = re.compile("|".join(map(re.escape, _OUTSIDE_LITERALS)))
+# While streaming, a literal can only be partly there at the end of the buffer: as one of these, which
+# start no more than PARTIAL_SPAN characters from it.
 _OUTSIDE_PARTIALS = frozenset(literal[:k] for literal in _OUTSIDE_LITERALS for k in range(1, len(literal)))
-# The literals _scan_content watches, found in one pass: longest first at a position, then in watch
-# order (the oracle's tie-break).
-_CONTENT_LITERALS = ("<|END_OF_TURN_TOKEN|>", "<|END_RESPONSE|>")
-_CONTENT_RE = re.compile("|".join(re.escape(literal) for literal in _CONTENT_LITERALS))
-_CONTENT_COMMITS = {
-    "<|END_OF_TURN_TOKEN|>": (False, "content"),
-    "<|END_RESPONSE|>": (False, "content"),
-}
+_OUTSIDE_PARTIAL_SPAN = len(_OUTSIDE_LITERALS[0]) - 1
+# The literals _scan_content watches, in the order one alternation finds the oracle's tie-break (longest
+# first at a position, then in watch order), and what each commits: (is_open, field).
+_CONTENT_LITERALS, _CONTENT_COMMITS = literal_table(
+    (CONTENT_CLOSE, False, "content"),
+)
+_CONTENT_RE = re.compile("|".join(map(re.escape, _CONTENT_LITERALS)))
 
 # Content parser arguments and transforms the value functions read, as written in the template, and each
 # field's parser, specialised to its arguments when the module is imported.
@@ -92,9 +96,9 @@ def _scan_outside(buf: str, pos: int) -> tuple:
     # '<|START_RESPONSE|>', open of 'reasoning_content' '<|START_THINKING|>', open of 'tool_calls'
     # '<|START_ACTION|>'.
     # Only literals: the leftmost complete one (longest, then first watched) from one alternation, and
-    # the leftmost partial one, which can only start in the last 17 characters.
+    # the leftmost partial one, which can only start in the last PARTIAL_SPAN characters.
     hold = len(buf)
-    at = buf.find("<", max(pos, hold - 17))
+    at = buf.find("<", max(pos, hold - _OUTSIDE_PARTIAL_SPAN))
     while at >= 0:
         if buf[at:] in _OUTSIDE_PARTIALS:
             hold = at
@@ -148,20 +152,10 @@ def _scan_tool_calls(buf: str, pos: int) -> tuple:
 
 # At the end of the stream nothing can grow or be held back: one scan per state gives the delimiter
 # to commit, the leftmost complete match (the longest, then the first watched, on a tie), or None.
-# `memo` keeps, for one pass, where each regex searched without a bound was found (`()`: nowhere after):
-# a match found from an earlier position is still the leftmost one from any later position up to its
-# start, for a pattern whose match does not depend on where the search starts (the others are searched
-# anew each time), so it is searched again only once the pass has moved past it. Literals are found with
-# `str.find` (cheaper than remembering them), except the first one watched in a far scan (its index, -1:
-# nowhere after), and searches bounded by the best candidate so far stay so. Keys are the delimiters'
-# constant names, so a literal's int and a regex's tuple never share one.
 
 
 def _end_outside(buf: str, pos: int) -> tuple | None:
-    # Outside explicit regions (no implicit field: text is discarded): watches open of 'content'
-    # '<|START_RESPONSE|>', open of 'reasoning_content' '<|START_THINKING|>', open of 'tool_calls'
-    # '<|START_ACTION|>'.
-    # No memo: the leftmost match is the one committed, so the next scan starts past it anyway.
+    # What _scan_outside watches, at the end of the stream.
     match = _OUTSIDE_RE.search(buf, pos)
     if match is None:
         return None
@@ -170,8 +164,7 @@ def _end_outside(buf: str, pos: int) -> tuple | None:
 
 
 def _end_content(buf: str, pos: int) -> tuple | None:
-    # Field 'content': watches close of 'content' '<|END_RESPONSE|>' | '<|END_OF_TURN_TOKEN|>'.
-    # No memo: the leftmost match is the one committed, so the next scan starts past it anyway.
+    # What _scan_content watches, at the end of the stream.
     match = _CONTENT_RE.search(buf, pos)
     if match is None:
         return None
@@ -180,15 +173,19 @@ def _end_content(buf: str, pos: int) -> tuple | None:
 
 
 def _end_reasoning_content(buf: str, pos: int) -> tuple | None:
-    # Field 'reasoning_content': watches close of 'reasoning_content' '<|END_THINKING|>'.
+    # What _scan_reasoning_content watches, at the end of the stream.
     start = buf.find(REASONING_CONTENT_CLOSE, pos)
-    return None if start < 0 else (start, start + 16, False, "reasoning_content", None)
+    return (
+        None
+        if start < 0
+        else (start, start + REASONING_CONTENT_CLOSE_LENGTH, False, "reasoning_content", None)
+    )
 
 
 def _end_tool_calls(buf: str, pos: int) -> tuple | None:
-    # Field 'tool_calls': watches close of 'tool_calls' '<|END_ACTION|>'.
+    # What _scan_tool_calls watches, at the end of the stream.
     start = buf.find(TOOL_CALLS_CLOSE, pos)
-    return None if start < 0 else (start, start + 14, False, "tool_calls", None)
+    return None if start < 0 else (start, start + TOOL_CALLS_CLOSE_LENGTH, False, "tool_calls", None)
 
 
 # One value function per field: its content parser, then its transform.
@@ -229,32 +226,24 @@ class ResponseParser(CompiledParser):
     IMPLICIT = None
     STATES: ClassVar[dict] = {
         None: State(
-            mode="discard",
-            scan=_scan_outside,
-            end_scan=_end_outside,
-            start_char="<",
-            stems=("<|START_RESPONSE|>", "<|START_THINKING|>", "<|START_ACTION|>"),
+            mode="discard", scan=_scan_outside, end_scan=_end_outside, start_char="<", stems=_OUTSIDE_LITERALS
         ),
         "content": State(
-            mode="plain",
-            scan=_scan_content,
-            end_scan=_end_content,
-            start_char="<",
-            stems=("<|END_OF_TURN_TOKEN|>", "<|END_RESPONSE|>"),
+            mode="plain", scan=_scan_content, end_scan=_end_content, start_char="<", stems=CONTENT_CLOSE
         ),
         "reasoning_content": State(
             mode="plain",
             scan=_scan_reasoning_content,
             end_scan=_end_reasoning_content,
             start_char="<",
-            stems=("<|END_THINKING|>",),
+            stems=(REASONING_CONTENT_CLOSE,),
         ),
         "tool_calls": State(
             mode="plain",
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             start_char="<",
-            stems=("<|END_ACTION|>",),
+            stems=(TOOL_CALLS_CLOSE,),
             dirty=True,
         ),
     }

@@ -47,7 +47,9 @@ TRANSFORMERS_TARGET = "5.24"
 # Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL (compiled
 # on first use: importing `regex` costs more than the rest of this module).
 REASONING_CONTENT_OPEN = "<think>"
+REASONING_CONTENT_OPEN_LENGTH = len(REASONING_CONTENT_OPEN)
 REASONING_CONTENT_CLOSE = "</think>"
+REASONING_CONTENT_CLOSE_LENGTH = len(REASONING_CONTENT_CLOSE)
 # /\s*(?:<｜tool▁calls▁begin｜>\s*)?<｜tool▁call▁begin｜>(?P<name>[^<\n]+)<｜tool▁sep｜>/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 TOOL_CALLS_OPEN_RE = LazyRegex(
@@ -60,6 +62,9 @@ TOOL_CALLS_OPEN_WHOLE = LazyRegex(
     tail=("\\s*(?:<｜tool▁calls▁begin｜>\\s*)?<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "\n<", 1),
 )
 TOOL_CALLS_CLOSE = "<｜tool▁call▁end｜>"
+TOOL_CALLS_CLOSE_LENGTH = len(TOOL_CALLS_CLOSE)
+CONTENT_CLOSE_PREFIX = "<｜"  # every match of the rest starts with this
+CONTENT_CLOSE_PREFIX_LENGTH = len(CONTENT_CLOSE_PREFIX)
 # /\s*(?:<｜tool▁calls▁end｜>|<｜end▁of▁sentence｜>)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"(?:<｜tool▁calls▁end｜>|<｜end▁of▁sentence｜>)")
@@ -67,12 +72,28 @@ CONTENT_CLOSE_RE = LazyRegex(r"(?:<｜tool▁calls▁end｜>|<｜end▁of▁sent
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
 CONTENT_CLOSE_WHOLE = LazyRegex(
     r"\s*(?:<｜tool▁calls▁end｜>|<｜end▁of▁sentence｜>)",
-    stems=("<｜tool▁calls▁end｜>", "<｜end▁of▁sentence｜>"),
+    stems=(
+        "<｜tool▁calls▁end｜>",
+        "<｜end▁of▁sentence｜>",
+    ),
     lead=RUN_WHITESPACE,
 )
-CONTENT_CLOSE_PREFIX = "<｜"  # every match of the rest starts with this
 START_ANCHOR_LITERALS = ("<｜Assistant｜></think>", "<｜tool▁output▁end｜>", "<｜Assistant｜>")
-START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
+START_ANCHOR_RE = re.compile("|".join(map(re.escape, START_ANCHOR_LITERALS)))
+
+# End-of-stream scans of a long text (`FAR_SCANS`) look for a literal (or a regex's literal prefix) within
+# the next NEAR characters (delimiters often come in clusters); beyond them, from the first occurrence of
+# its rarest character (`*_RARE`, at `*_RARE_AT` in it) that an occurrence ending past them could have
+# (`*_FAR`), less that character's offset: no occurrence starts before. `str.find` of one character is
+# `memchr`, ten to forty times faster than of a short literal. A literal list's alternation skips the
+# near look (a longer literal could start inside the window and end past it).
+NEAR = 64
+REASONING_CONTENT_CLOSE_RARE, REASONING_CONTENT_CLOSE_RARE_AT = "/", 1
+REASONING_CONTENT_CLOSE_FAR = NEAR - REASONING_CONTENT_CLOSE_LENGTH + 1 + REASONING_CONTENT_CLOSE_RARE_AT
+TOOL_CALLS_CLOSE_RARE, TOOL_CALLS_CLOSE_RARE_AT = "｜", 1
+TOOL_CALLS_CLOSE_FAR = NEAR - TOOL_CALLS_CLOSE_LENGTH + 1 + TOOL_CALLS_CLOSE_RARE_AT
+CONTENT_CLOSE_RARE, CONTENT_CLOSE_RARE_AT = "｜", 1
+CONTENT_CLOSE_FAR = NEAR - CONTENT_CLOSE_PREFIX_LENGTH + 1 + CONTENT_CLOSE_RARE_AT
 
 # Content parser arguments and transforms the value functions read, as written in the template, and each
 # field's parser, specialised to its arguments when the module is imported.
@@ -111,12 +132,12 @@ def _scan_outside(buf: str, pos: int) -> tuple:
             best = (start, end, True, "tool_calls", match)
     # close of 'content'
     # Searched only when a match (or a partial one) could start no later than the best so far: that takes
-    # '<｜' starting by then, or a run of its lead from there up to it, or the text from there on
+    # CONTENT_CLOSE_PREFIX starting by then, or a run of its lead from there up to it, or the text from there on
     # inside it (the end of a partial match).
     if (
         best is None
-        or (len(buf) - best[0] < 2 and buf[best[0] :] in CONTENT_CLOSE_PREFIX)
-        or buf.find(CONTENT_CLOSE_PREFIX, pos, best[0] + 2) >= 0
+        or (len(buf) - best[0] < CONTENT_CLOSE_PREFIX_LENGTH and buf[best[0] :] in CONTENT_CLOSE_PREFIX)
+        or buf.find(CONTENT_CLOSE_PREFIX, pos, best[0] + CONTENT_CLOSE_PREFIX_LENGTH) >= 0
         or (
             buf[best[0]] in RUN_WHITESPACE
             and lead_reaches(buf, best[0], CONTENT_CLOSE_PREFIX, RUN_WHITESPACE)
@@ -175,15 +196,12 @@ def _scan_tool_calls(buf: str, pos: int) -> tuple:
 
 
 def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
-    # Outside explicit regions, in the implicit field 'content': watches open of 'reasoning_content'
-    # '<think>', open of 'tool_calls'
-    # /\s*(?:<｜tool▁calls▁begin｜>\s*)?<｜tool▁call▁begin｜>(?P<name>[^<\n]+)<｜tool▁sep｜>/, close of 'content'
-    # /\s*(?:<｜tool▁calls▁end｜>|<｜end▁of▁sentence｜>)/.
+    # What _scan_outside watches, at the end of the stream.
     best = None
     # open of 'reasoning_content'
     start = buf.find(REASONING_CONTENT_OPEN, pos)
     if start >= 0:
-        best = (start, start + 7, True, "reasoning_content", None)
+        best = (start, start + REASONING_CONTENT_OPEN_LENGTH, True, "reasoning_content", None)
     # open of 'tool_calls'
     found = memo.get("TOOL_CALLS_OPEN_RE")
     if found is None or (found and found[0] < pos):
@@ -194,7 +212,7 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     # close of 'content'
     found = memo.get("CONTENT_CLOSE_RE")
     if found is None or (found and found[0] < pos):
-        # No match can start before the first '<｜'.
+        # No match can start before the first CONTENT_CLOSE_PREFIX.
         at = buf.find(CONTENT_CLOSE_PREFIX, pos)
         found = None if at < 0 else scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, True, at)
         found = memo["CONTENT_CLOSE_RE"] = found or ()
@@ -205,29 +223,27 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
 
 
 def _end_reasoning_content(buf: str, pos: int, memo: dict) -> tuple | None:
-    # Field 'reasoning_content': watches close of 'reasoning_content' '</think>'.
+    # What _scan_reasoning_content watches, at the end of the stream.
     start = buf.find(REASONING_CONTENT_CLOSE, pos)
-    return None if start < 0 else (start, start + 8, False, "reasoning_content", None)
+    return (
+        None
+        if start < 0
+        else (start, start + REASONING_CONTENT_CLOSE_LENGTH, False, "reasoning_content", None)
+    )
 
 
 def _end_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
-    # Field 'tool_calls': watches close of 'tool_calls' '<｜tool▁call▁end｜>'.
+    # What _scan_tool_calls watches, at the end of the stream.
     start = buf.find(TOOL_CALLS_CLOSE, pos)
-    return None if start < 0 else (start, start + 17, False, "tool_calls", None)
+    return None if start < 0 else (start, start + TOOL_CALLS_CLOSE_LENGTH, False, "tool_calls", None)
 
 
-# The same scans for a pass over a long text (`FAR_SCANS`). A literal (or a regex's literal prefix) is
-# looked for within the next NEAR characters (delimiters often come in clusters); beyond them it is
-# searched from the first occurrence of its rarest character that an occurrence ending past them could
-# have, less that character's offset in it: no occurrence starts before. `str.find` of one character is
-# `memchr`, ten to forty times faster than of a short literal. A literal list's alternation skips the
-# near look (a longer literal could start inside the window and end past it). A short text keeps the
-# scans above: one call per search is cheaper there.
-NEAR = 64
+# The same scans for a pass over a long text (`FAR_SCANS`), which find literals from their rarest
+# character (see NEAR). A short text keeps the scans above: one call per search is cheaper there.
 
 
 def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
-    # _end_outside for a long text: literals are found from their rarest character.
+    # _end_outside for a long text.
     best = None
     # open of 'reasoning_content'
     # Kept in the pass's memo as the regexes are (-1: nowhere after): over a long text, each search of a
@@ -237,7 +253,7 @@ def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
         start = buf.find(REASONING_CONTENT_OPEN, pos)
         memo["REASONING_CONTENT_OPEN"] = start
     if start >= 0:
-        best = (start, start + 7, True, "reasoning_content", None)
+        best = (start, start + REASONING_CONTENT_OPEN_LENGTH, True, "reasoning_content", None)
     # open of 'tool_calls'
     found = memo.get("TOOL_CALLS_OPEN_RE")
     if found is None or (found and found[0] < pos):
@@ -248,13 +264,13 @@ def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     # close of 'content'
     found = memo.get("CONTENT_CLOSE_RE")
     if found is None or (found and found[0] < pos):
-        # No match can start before the first '<｜'.
-        # Beyond NEAR: '｜' (at 1), its rarest character, found first.
+        # No match can start before the first CONTENT_CLOSE_PREFIX.
+        # Beyond NEAR: its rarest character ('｜') first.
         at = buf.find(CONTENT_CLOSE_PREFIX, pos, pos + NEAR)
         if at < 0:
-            at = buf.find("｜", pos + 64)
+            at = buf.find(CONTENT_CLOSE_RARE, pos + CONTENT_CLOSE_FAR)
             if at >= 0:
-                at = buf.find(CONTENT_CLOSE_PREFIX, at - 1)
+                at = buf.find(CONTENT_CLOSE_PREFIX, at - CONTENT_CLOSE_RARE_AT)
         found = None if at < 0 else scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, True, at)
         found = memo["CONTENT_CLOSE_RE"] = found or ()
     if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
@@ -264,25 +280,29 @@ def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
 
 
 def _far_reasoning_content(buf: str, pos: int, memo: dict) -> tuple | None:
-    # _end_reasoning_content for a long text: literals are found from their rarest character.
-    # Beyond NEAR: '/' (at 1), its rarest character, found first.
+    # _end_reasoning_content for a long text.
+    # Beyond NEAR: its rarest character ('/') first.
     start = buf.find(REASONING_CONTENT_CLOSE, pos, pos + NEAR)
     if start < 0:
-        start = buf.find("/", pos + 58)
+        start = buf.find(REASONING_CONTENT_CLOSE_RARE, pos + REASONING_CONTENT_CLOSE_FAR)
         if start >= 0:
-            start = buf.find(REASONING_CONTENT_CLOSE, start - 1)
-    return None if start < 0 else (start, start + 8, False, "reasoning_content", None)
+            start = buf.find(REASONING_CONTENT_CLOSE, start - REASONING_CONTENT_CLOSE_RARE_AT)
+    return (
+        None
+        if start < 0
+        else (start, start + REASONING_CONTENT_CLOSE_LENGTH, False, "reasoning_content", None)
+    )
 
 
 def _far_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
-    # _end_tool_calls for a long text: literals are found from their rarest character.
-    # Beyond NEAR: '｜' (at 1), its rarest character, found first.
+    # _end_tool_calls for a long text.
+    # Beyond NEAR: its rarest character ('｜') first.
     start = buf.find(TOOL_CALLS_CLOSE, pos, pos + NEAR)
     if start < 0:
-        start = buf.find("｜", pos + 49)
+        start = buf.find(TOOL_CALLS_CLOSE_RARE, pos + TOOL_CALLS_CLOSE_FAR)
         if start >= 0:
-            start = buf.find(TOOL_CALLS_CLOSE, start - 1)
-    return None if start < 0 else (start, start + 17, False, "tool_calls", None)
+            start = buf.find(TOOL_CALLS_CLOSE, start - TOOL_CALLS_CLOSE_RARE_AT)
+    return None if start < 0 else (start, start + TOOL_CALLS_CLOSE_LENGTH, False, "tool_calls", None)
 
 
 # One value function per field: its content parser, then its transform.
@@ -326,7 +346,11 @@ class ResponseParser(CompiledParser):
             end_scan=_end_outside,
             start_char="<",
             runs=(RUN_WHITESPACE,),
-            stems=("<｜end▁of▁sentence｜>", "<｜tool▁calls▁end｜>", "<think>"),
+            stems=(
+                "<｜end▁of▁sentence｜>",
+                "<｜tool▁calls▁end｜>",
+                REASONING_CONTENT_OPEN,
+            ),
             starters=(),
             patterns=(
                 TOOL_CALLS_OPEN_WHOLE,
@@ -338,14 +362,14 @@ class ResponseParser(CompiledParser):
             scan=_scan_reasoning_content,
             end_scan=_end_reasoning_content,
             start_char="<",
-            stems=("</think>",),
+            stems=(REASONING_CONTENT_CLOSE,),
         ),
         "tool_calls": State(
             mode="plain",
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             start_char="<",
-            stems=("<｜tool▁call▁end｜>",),
+            stems=(TOOL_CALLS_CLOSE,),
             dirty=True,
         ),
     }

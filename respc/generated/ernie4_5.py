@@ -45,13 +45,31 @@ TRANSFORMERS_TARGET = "5.24"
 # on first use: importing `regex` costs more than the rest of this module).
 REASONING_CONTENT_OPEN_RE = LazyRegex(r"(?:^|<think>\s*)")
 REASONING_CONTENT_CLOSE = "</think>"
+REASONING_CONTENT_CLOSE_LENGTH = len(REASONING_CONTENT_CLOSE)
 CONTENT_OPEN = "<response>\n"
+CONTENT_OPEN_LENGTH = len(CONTENT_OPEN)
 CONTENT_CLOSE_RE = LazyRegex(r"\n?</response>")
 TOOL_CALLS_OPEN = "<tool_call>"
+TOOL_CALLS_OPEN_LENGTH = len(TOOL_CALLS_OPEN)
 TOOL_CALLS_CLOSE = "</tool_call>"
+TOOL_CALLS_CLOSE_LENGTH = len(TOOL_CALLS_CLOSE)
 START_ANCHOR_LITERALS = ("Assistant:",)
-START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
+START_ANCHOR_RE = re.compile("|".join(map(re.escape, START_ANCHOR_LITERALS)))
 _CONTENT_STARTS = re.compile("[<\\\n]")
+
+# End-of-stream scans of a long text (`FAR_SCANS`) look for a literal (or a regex's literal prefix) within
+# the next NEAR characters (delimiters often come in clusters); beyond them, from the first occurrence of
+# its rarest character (`*_RARE`, at `*_RARE_AT` in it) that an occurrence ending past them could have
+# (`*_FAR`), less that character's offset: no occurrence starts before. `str.find` of one character is
+# `memchr`, ten to forty times faster than of a short literal. A literal list's alternation skips the
+# near look (a longer literal could start inside the window and end past it).
+NEAR = 64
+REASONING_CONTENT_CLOSE_RARE, REASONING_CONTENT_CLOSE_RARE_AT = "/", 1
+REASONING_CONTENT_CLOSE_FAR = NEAR - REASONING_CONTENT_CLOSE_LENGTH + 1 + REASONING_CONTENT_CLOSE_RARE_AT
+TOOL_CALLS_OPEN_RARE, TOOL_CALLS_OPEN_RARE_AT = "_", 5
+TOOL_CALLS_OPEN_FAR = NEAR - TOOL_CALLS_OPEN_LENGTH + 1 + TOOL_CALLS_OPEN_RARE_AT
+TOOL_CALLS_CLOSE_RARE, TOOL_CALLS_CLOSE_RARE_AT = "_", 6
+TOOL_CALLS_CLOSE_FAR = NEAR - TOOL_CALLS_CLOSE_LENGTH + 1 + TOOL_CALLS_CLOSE_RARE_AT
 
 # Content parser arguments and transforms the value functions read, as written in the template, and each
 # field's parser, specialised to its arguments when the module is imported.
@@ -87,7 +105,9 @@ def _scan_outside(buf: str, pos: int) -> tuple:
         elif best is None or start < best[0] or (start == best[0] and end > best[1]):
             best = (start, end, True, "reasoning_content", match)
     # open of 'tool_calls'
-    found = scan_literal(buf, pos, TOOL_CALLS_OPEN, False, None if best is None else best[0] + 11)
+    found = scan_literal(
+        buf, pos, TOOL_CALLS_OPEN, False, None if best is None else best[0] + TOOL_CALLS_OPEN_LENGTH
+    )
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -151,13 +171,12 @@ def _scan_tool_calls(buf: str, pos: int) -> tuple:
 
 
 def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
-    # Outside explicit regions (no implicit field: text is discarded): watches open of 'content'
-    # '<response>\n', open of 'reasoning_content' /(?:^|<think>\s*)/, open of 'tool_calls' '<tool_call>'.
+    # What _scan_outside watches, at the end of the stream.
     best = None
     # open of 'content'
     start = buf.find(CONTENT_OPEN, pos)
     if start >= 0:
-        best = (start, start + 11, True, "content", None)
+        best = (start, start + CONTENT_OPEN_LENGTH, True, "content", None)
     # open of 'reasoning_content'
     found = memo.get("REASONING_CONTENT_OPEN_RE")
     if found is None or (found and found[0] < pos):
@@ -166,21 +185,31 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
         best = (found[0], found[1], True, "reasoning_content", found[3])
     # open of 'tool_calls'
-    start = buf.find(TOOL_CALLS_OPEN, pos) if best is None else buf.find(TOOL_CALLS_OPEN, pos, best[0] + 11)
-    if start >= 0 and (best is None or start < best[0] or (start == best[0] and start + 11 > best[1])):
-        best = (start, start + 11, True, "tool_calls", None)
+    start = (
+        buf.find(TOOL_CALLS_OPEN, pos)
+        if best is None
+        else buf.find(TOOL_CALLS_OPEN, pos, best[0] + TOOL_CALLS_OPEN_LENGTH)
+    )
+    if start >= 0 and (
+        best is None or start < best[0] or (start == best[0] and start + TOOL_CALLS_OPEN_LENGTH > best[1])
+    ):
+        best = (start, start + TOOL_CALLS_OPEN_LENGTH, True, "tool_calls", None)
     # A zero-width match at the very end commits nothing, as in the streaming scan.
     return best if best is not None and best[0] < len(buf) else None
 
 
 def _end_reasoning_content(buf: str, pos: int, memo: dict) -> tuple | None:
-    # Field 'reasoning_content': watches close of 'reasoning_content' '</think>'.
+    # What _scan_reasoning_content watches, at the end of the stream.
     start = buf.find(REASONING_CONTENT_CLOSE, pos)
-    return None if start < 0 else (start, start + 8, False, "reasoning_content", None)
+    return (
+        None
+        if start < 0
+        else (start, start + REASONING_CONTENT_CLOSE_LENGTH, False, "reasoning_content", None)
+    )
 
 
 def _end_content(buf: str, pos: int, memo: dict) -> tuple | None:
-    # Field 'content': watches close of 'content' /\n?</response>/.
+    # What _scan_content watches, at the end of the stream.
     best = None
     # close of 'content'
     found = scan_pattern(buf, pos, CONTENT_CLOSE_RE, True)
@@ -191,23 +220,17 @@ def _end_content(buf: str, pos: int, memo: dict) -> tuple | None:
 
 
 def _end_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
-    # Field 'tool_calls': watches close of 'tool_calls' '</tool_call>'.
+    # What _scan_tool_calls watches, at the end of the stream.
     start = buf.find(TOOL_CALLS_CLOSE, pos)
-    return None if start < 0 else (start, start + 12, False, "tool_calls", None)
+    return None if start < 0 else (start, start + TOOL_CALLS_CLOSE_LENGTH, False, "tool_calls", None)
 
 
-# The same scans for a pass over a long text (`FAR_SCANS`). A literal (or a regex's literal prefix) is
-# looked for within the next NEAR characters (delimiters often come in clusters); beyond them it is
-# searched from the first occurrence of its rarest character that an occurrence ending past them could
-# have, less that character's offset in it: no occurrence starts before. `str.find` of one character is
-# `memchr`, ten to forty times faster than of a short literal. A literal list's alternation skips the
-# near look (a longer literal could start inside the window and end past it). A short text keeps the
-# scans above: one call per search is cheaper there.
-NEAR = 64
+# The same scans for a pass over a long text (`FAR_SCANS`), which find literals from their rarest
+# character (see NEAR). A short text keeps the scans above: one call per search is cheaper there.
 
 
 def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
-    # _end_outside for a long text: literals are found from their rarest character.
+    # _end_outside for a long text.
     best = None
     # open of 'content'
     # Kept in the pass's memo as the regexes are (-1: nowhere after): over a long text, each search of a
@@ -217,7 +240,7 @@ def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
         start = buf.find(CONTENT_OPEN, pos)
         memo["CONTENT_OPEN"] = start
     if start >= 0:
-        best = (start, start + 11, True, "content", None)
+        best = (start, start + CONTENT_OPEN_LENGTH, True, "content", None)
     # open of 'reasoning_content'
     found = memo.get("REASONING_CONTENT_OPEN_RE")
     if found is None or (found and found[0] < pos):
@@ -227,40 +250,46 @@ def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
         best = (found[0], found[1], True, "reasoning_content", found[3])
     # open of 'tool_calls'
     if best is not None:
-        start = buf.find(TOOL_CALLS_OPEN, pos, best[0] + 11)
+        start = buf.find(TOOL_CALLS_OPEN, pos, best[0] + TOOL_CALLS_OPEN_LENGTH)
     else:
-        # Beyond NEAR: '_' (at 5), its rarest character, found first.
+        # Beyond NEAR: its rarest character ('_') first.
         start = buf.find(TOOL_CALLS_OPEN, pos, pos + NEAR)
         if start < 0:
-            start = buf.find("_", pos + 59)
+            start = buf.find(TOOL_CALLS_OPEN_RARE, pos + TOOL_CALLS_OPEN_FAR)
             if start >= 0:
-                start = buf.find(TOOL_CALLS_OPEN, start - 5)
-    if start >= 0 and (best is None or start < best[0] or (start == best[0] and start + 11 > best[1])):
-        best = (start, start + 11, True, "tool_calls", None)
+                start = buf.find(TOOL_CALLS_OPEN, start - TOOL_CALLS_OPEN_RARE_AT)
+    if start >= 0 and (
+        best is None or start < best[0] or (start == best[0] and start + TOOL_CALLS_OPEN_LENGTH > best[1])
+    ):
+        best = (start, start + TOOL_CALLS_OPEN_LENGTH, True, "tool_calls", None)
     # A zero-width match at the very end commits nothing, as in the streaming scan.
     return best if best is not None and best[0] < len(buf) else None
 
 
 def _far_reasoning_content(buf: str, pos: int, memo: dict) -> tuple | None:
-    # _end_reasoning_content for a long text: literals are found from their rarest character.
-    # Beyond NEAR: '/' (at 1), its rarest character, found first.
+    # _end_reasoning_content for a long text.
+    # Beyond NEAR: its rarest character ('/') first.
     start = buf.find(REASONING_CONTENT_CLOSE, pos, pos + NEAR)
     if start < 0:
-        start = buf.find("/", pos + 58)
+        start = buf.find(REASONING_CONTENT_CLOSE_RARE, pos + REASONING_CONTENT_CLOSE_FAR)
         if start >= 0:
-            start = buf.find(REASONING_CONTENT_CLOSE, start - 1)
-    return None if start < 0 else (start, start + 8, False, "reasoning_content", None)
+            start = buf.find(REASONING_CONTENT_CLOSE, start - REASONING_CONTENT_CLOSE_RARE_AT)
+    return (
+        None
+        if start < 0
+        else (start, start + REASONING_CONTENT_CLOSE_LENGTH, False, "reasoning_content", None)
+    )
 
 
 def _far_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
-    # _end_tool_calls for a long text: literals are found from their rarest character.
-    # Beyond NEAR: '_' (at 6), its rarest character, found first.
+    # _end_tool_calls for a long text.
+    # Beyond NEAR: its rarest character ('_') first.
     start = buf.find(TOOL_CALLS_CLOSE, pos, pos + NEAR)
     if start < 0:
-        start = buf.find("_", pos + 59)
+        start = buf.find(TOOL_CALLS_CLOSE_RARE, pos + TOOL_CALLS_CLOSE_FAR)
         if start >= 0:
-            start = buf.find(TOOL_CALLS_CLOSE, start - 6)
-    return None if start < 0 else (start, start + 12, False, "tool_calls", None)
+            start = buf.find(TOOL_CALLS_CLOSE, start - TOOL_CALLS_CLOSE_RARE_AT)
+    return None if start < 0 else (start, start + TOOL_CALLS_CLOSE_LENGTH, False, "tool_calls", None)
 
 
 # One value function per field: its content parser, then its transform.
@@ -294,7 +323,10 @@ class ResponseParser(CompiledParser):
             mode="general",
             scan=_scan_outside,
             end_scan=_end_outside,
-            stems=("<response>\n", "<tool_call>"),
+            stems=(
+                CONTENT_OPEN,
+                TOOL_CALLS_OPEN,
+            ),
             patterns=(REASONING_CONTENT_OPEN_RE,),
         ),
         "reasoning_content": State(
@@ -302,7 +334,7 @@ class ResponseParser(CompiledParser):
             scan=_scan_reasoning_content,
             end_scan=_end_reasoning_content,
             start_char="<",
-            stems=("</think>",),
+            stems=(REASONING_CONTENT_CLOSE,),
         ),
         "content": State(
             mode="general",
@@ -316,7 +348,7 @@ class ResponseParser(CompiledParser):
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             start_char="<",
-            stems=("</tool_call>",),
+            stems=(TOOL_CALLS_CLOSE,),
             dirty=True,
         ),
     }

@@ -15,7 +15,7 @@ import re
 from respc.runtime.content import content_parser
 from respc.runtime.contract import Field, State
 from respc.runtime.parser import CompiledParser
-from respc.runtime.scan import LazyRegex, scan_literals, scan_pattern
+from respc.runtime.scan import LazyRegex, literal_table, scan_literals, scan_pattern
 from respc.runtime.targets import get_target
 from respc.runtime.transform import each_scope, resolve_in
 
@@ -46,18 +46,17 @@ TRANSFORMERS_TARGET = "5.24"
 TOOL_CALLS_OPEN_RE = LazyRegex(r"(?:^|\n\n)(?=\[[A-Za-z_])")
 TOOL_CALLS_CLOSE = ("<end_of_turn>", "<eos>")
 CONTENT_CLOSE = ("<end_of_turn>", "<eos>")
+CONTENT_CLOSE_LENGTH = len(CONTENT_CLOSE[0])
 # One pass at the end of the stream: the leftmost of the list, the longest at one position.
-CONTENT_CLOSE_ALT = re.compile("|".join(re.escape(literal) for literal in CONTENT_CLOSE))
+CONTENT_CLOSE_ALT = re.compile("|".join(map(re.escape, CONTENT_CLOSE)))
 START_ANCHOR_LITERALS = ("<start_of_turn>model\n",)
-START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
-# The literals _scan_tool_calls watches, found in one pass: longest first at a position, then in watch
-# order (the oracle's tie-break).
-_TOOL_CALLS_LITERALS = ("<end_of_turn>", "<eos>")
-_TOOL_CALLS_RE = re.compile("|".join(re.escape(literal) for literal in _TOOL_CALLS_LITERALS))
-_TOOL_CALLS_COMMITS = {
-    "<end_of_turn>": (False, "tool_calls"),
-    "<eos>": (False, "tool_calls"),
-}
+START_ANCHOR_RE = re.compile("|".join(map(re.escape, START_ANCHOR_LITERALS)))
+# The literals _scan_tool_calls watches, in the order one alternation finds the oracle's tie-break (longest
+# first at a position, then in watch order), and what each commits: (is_open, field).
+_TOOL_CALLS_LITERALS, _TOOL_CALLS_COMMITS = literal_table(
+    (TOOL_CALLS_CLOSE, False, "tool_calls"),
+)
+_TOOL_CALLS_RE = re.compile("|".join(map(re.escape, _TOOL_CALLS_LITERALS)))
 
 # Content parser arguments and transforms the value functions read, as written in the template, and each
 # field's parser, specialised to its arguments when the module is imported.
@@ -84,7 +83,9 @@ def _scan_outside(buf: str, pos: int) -> tuple:
         else:
             best = (start, end, True, "tool_calls", match)
     # close of 'content'
-    found = scan_literals(buf, pos, CONTENT_CLOSE, False, False, None if best is None else best[0] + 13)
+    found = scan_literals(
+        buf, pos, CONTENT_CLOSE, False, False, None if best is None else best[0] + CONTENT_CLOSE_LENGTH
+    )
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -122,8 +123,7 @@ def _scan_tool_calls(buf: str, pos: int) -> tuple:
 
 
 def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
-    # Outside explicit regions, in the implicit field 'content': watches open of 'tool_calls'
-    # /(?:^|\n\n)(?=\[[A-Za-z_])/, close of 'content' '<end_of_turn>' | '<eos>'.
+    # What _scan_outside watches, at the end of the stream.
     best = None
     # open of 'tool_calls'
     found = memo.get("TOOL_CALLS_OPEN_RE")
@@ -133,7 +133,7 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     if found:
         best = (found[0], found[1], True, "tool_calls", found[3])
     # close of 'content'
-    match = CONTENT_CLOSE_ALT.search(buf, pos, len(buf) if best is None else best[0] + 13)
+    match = CONTENT_CLOSE_ALT.search(buf, pos, len(buf) if best is None else best[0] + CONTENT_CLOSE_LENGTH)
     found = None if match is None else (match.start(), match.end(), True, None)
     if found is not None and (
         best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])
@@ -144,7 +144,7 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
 
 
 def _end_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
-    # Field 'tool_calls': watches close of 'tool_calls' '<end_of_turn>' | '<eos>'.
+    # What _scan_tool_calls watches, at the end of the stream.
     # No memo: the leftmost match is the one committed, so the next scan starts past it anyway.
     match = _TOOL_CALLS_RE.search(buf, pos)
     if match is None:
@@ -187,7 +187,7 @@ class ResponseParser(CompiledParser):
             mode="general",
             scan=_scan_outside,
             end_scan=_end_outside,
-            stems=("<end_of_turn>", "<eos>"),
+            stems=TOOL_CALLS_CLOSE,
             patterns=(TOOL_CALLS_OPEN_RE,),
         ),
         "tool_calls": State(
@@ -195,7 +195,7 @@ class ResponseParser(CompiledParser):
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             start_char="<",
-            stems=("<end_of_turn>", "<eos>"),
+            stems=TOOL_CALLS_CLOSE,
             dirty=True,
         ),
     }

@@ -47,15 +47,32 @@ TRANSFORMERS_TARGET = "5.24"
 # Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL (compiled
 # on first use: importing `regex` costs more than the rest of this module).
 REASONING_CONTENT_OPEN = "<|channel>thought\n"
+REASONING_CONTENT_OPEN_LENGTH = len(REASONING_CONTENT_OPEN)
 REASONING_CONTENT_CLOSE = "<channel|>"
-TOOL_CALLS_OPEN_RE = LazyRegex(r"<\|tool_call>call:(?P<name>\w+)", stems=("<|tool_call>call:",))
+REASONING_CONTENT_CLOSE_LENGTH = len(REASONING_CONTENT_CLOSE)
 TOOL_CALLS_OPEN_PREFIX = "<|tool_call>call:"  # every match starts with this
+TOOL_CALLS_OPEN_PREFIX_LENGTH = len(TOOL_CALLS_OPEN_PREFIX)
+TOOL_CALLS_OPEN_RE = LazyRegex(r"<\|tool_call>call:(?P<name>\w+)", stems=(TOOL_CALLS_OPEN_PREFIX,))
 TOOL_CALLS_CLOSE = "<tool_call|>"
+TOOL_CALLS_CLOSE_LENGTH = len(TOOL_CALLS_CLOSE)
 CONTENT_CLOSE = ("<|tool_response>", "<turn|>", "<eos>")
+CONTENT_CLOSE_LENGTH = len(CONTENT_CLOSE[0])
 # One pass at the end of the stream: the leftmost of the list, the longest at one position.
-CONTENT_CLOSE_ALT = re.compile("|".join(re.escape(literal) for literal in CONTENT_CLOSE))
+CONTENT_CLOSE_ALT = re.compile("|".join(map(re.escape, CONTENT_CLOSE)))
 START_ANCHOR_LITERALS = ("<tool_response|>", "<|turn>model\n")
-START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
+START_ANCHOR_RE = re.compile("|".join(map(re.escape, START_ANCHOR_LITERALS)))
+
+# End-of-stream scans of a long text (`FAR_SCANS`) look for a literal (or a regex's literal prefix) within
+# the next NEAR characters (delimiters often come in clusters); beyond them, from the first occurrence of
+# its rarest character (`*_RARE`, at `*_RARE_AT` in it) that an occurrence ending past them could have
+# (`*_FAR`), less that character's offset: no occurrence starts before. `str.find` of one character is
+# `memchr`, ten to forty times faster than of a short literal. A literal list's alternation skips the
+# near look (a longer literal could start inside the window and end past it).
+NEAR = 64
+TOOL_CALLS_OPEN_RARE, TOOL_CALLS_OPEN_RARE_AT = "_", 6
+TOOL_CALLS_OPEN_FAR = NEAR - TOOL_CALLS_OPEN_PREFIX_LENGTH + 1 + TOOL_CALLS_OPEN_RARE_AT
+TOOL_CALLS_CLOSE_RARE, TOOL_CALLS_CLOSE_RARE_AT = "_", 5
+TOOL_CALLS_CLOSE_FAR = NEAR - TOOL_CALLS_CLOSE_LENGTH + 1 + TOOL_CALLS_CLOSE_RARE_AT
 
 # Content parser arguments and transforms the value functions read, as written in the template, and each
 # field's parser, specialised to its arguments when the module is imported.
@@ -84,12 +101,12 @@ def _scan_outside(buf: str, pos: int) -> tuple:
             best = (start, end, True, "reasoning_content", match)
     # open of 'tool_calls'
     # Searched only when a match (or a partial one) could start no later than the best so far: that takes
-    # '<|tool_call>call:' starting by then, or the text from there on
+    # TOOL_CALLS_OPEN_PREFIX starting by then, or the text from there on
     # inside it (the end of a partial match).
     if (
         best is None
-        or (len(buf) - best[0] < 17 and buf[best[0] :] in TOOL_CALLS_OPEN_PREFIX)
-        or buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + 17) >= 0
+        or (len(buf) - best[0] < TOOL_CALLS_OPEN_PREFIX_LENGTH and buf[best[0] :] in TOOL_CALLS_OPEN_PREFIX)
+        or buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + TOOL_CALLS_OPEN_PREFIX_LENGTH) >= 0
     ):
         found = scan_pattern(buf, pos, TOOL_CALLS_OPEN_RE, False)
     else:
@@ -102,7 +119,9 @@ def _scan_outside(buf: str, pos: int) -> tuple:
         elif best is None or start < best[0] or (start == best[0] and end > best[1]):
             best = (start, end, True, "tool_calls", match)
     # close of 'content'
-    found = scan_literals(buf, pos, CONTENT_CLOSE, False, False, None if best is None else best[0] + 16)
+    found = scan_literals(
+        buf, pos, CONTENT_CLOSE, False, False, None if best is None else best[0] + CONTENT_CLOSE_LENGTH
+    )
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -143,30 +162,21 @@ def _scan_tool_calls(buf: str, pos: int) -> tuple:
 
 # At the end of the stream nothing can grow or be held back: one scan per state gives the delimiter
 # to commit, the leftmost complete match (the longest, then the first watched, on a tie), or None.
-# `memo` keeps, for one pass, where each regex searched without a bound was found (`()`: nowhere after):
-# a match found from an earlier position is still the leftmost one from any later position up to its
-# start, for a pattern whose match does not depend on where the search starts (the others are searched
-# anew each time), so it is searched again only once the pass has moved past it. Literals are found with
-# `str.find` (cheaper than remembering them), except the first one watched in a far scan (its index, -1:
-# nowhere after), and searches bounded by the best candidate so far stay so. Keys are the delimiters'
-# constant names, so a literal's int and a regex's tuple never share one.
 
 
 def _end_outside(buf: str, pos: int) -> tuple | None:
-    # Outside explicit regions, in the implicit field 'content': watches open of 'reasoning_content'
-    # '<|channel>thought\n', open of 'tool_calls' /<\|tool_call>call:(?P<name>\w+)/, close of 'content'
-    # '<turn|>' | '<|tool_response>' | '<eos>'.
+    # What _scan_outside watches, at the end of the stream.
     best = None
     # open of 'reasoning_content'
     start = buf.find(REASONING_CONTENT_OPEN, pos)
     if start >= 0:
-        best = (start, start + 18, True, "reasoning_content", None)
+        best = (start, start + REASONING_CONTENT_OPEN_LENGTH, True, "reasoning_content", None)
     # open of 'tool_calls'
-    # No match can start before the first '<|tool_call>call:' (nor matter after the best so far).
+    # No match can start before the first TOOL_CALLS_OPEN_PREFIX (nor matter after the best so far).
     at = (
         buf.find(TOOL_CALLS_OPEN_PREFIX, pos)
         if best is None
-        else buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + 17)
+        else buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + TOOL_CALLS_OPEN_PREFIX_LENGTH)
     )
     found = None if at < 0 else scan_pattern(buf, at, TOOL_CALLS_OPEN_RE, True)
     if found is not None and (
@@ -174,7 +184,7 @@ def _end_outside(buf: str, pos: int) -> tuple | None:
     ):
         best = (found[0], found[1], True, "tool_calls", found[3])
     # close of 'content'
-    match = CONTENT_CLOSE_ALT.search(buf, pos, len(buf) if best is None else best[0] + 16)
+    match = CONTENT_CLOSE_ALT.search(buf, pos, len(buf) if best is None else best[0] + CONTENT_CLOSE_LENGTH)
     found = None if match is None else (match.start(), match.end(), True, None)
     if found is not None and (
         best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])
@@ -185,52 +195,50 @@ def _end_outside(buf: str, pos: int) -> tuple | None:
 
 
 def _end_reasoning_content(buf: str, pos: int) -> tuple | None:
-    # Field 'reasoning_content': watches close of 'reasoning_content' '<channel|>'.
+    # What _scan_reasoning_content watches, at the end of the stream.
     start = buf.find(REASONING_CONTENT_CLOSE, pos)
-    return None if start < 0 else (start, start + 10, False, "reasoning_content", None)
+    return (
+        None
+        if start < 0
+        else (start, start + REASONING_CONTENT_CLOSE_LENGTH, False, "reasoning_content", None)
+    )
 
 
 def _end_tool_calls(buf: str, pos: int) -> tuple | None:
-    # Field 'tool_calls': watches close of 'tool_calls' '<tool_call|>'.
+    # What _scan_tool_calls watches, at the end of the stream.
     start = buf.find(TOOL_CALLS_CLOSE, pos)
-    return None if start < 0 else (start, start + 12, False, "tool_calls", None)
+    return None if start < 0 else (start, start + TOOL_CALLS_CLOSE_LENGTH, False, "tool_calls", None)
 
 
-# The same scans for a pass over a long text (`FAR_SCANS`). A literal (or a regex's literal prefix) is
-# looked for within the next NEAR characters (delimiters often come in clusters); beyond them it is
-# searched from the first occurrence of its rarest character that an occurrence ending past them could
-# have, less that character's offset in it: no occurrence starts before. `str.find` of one character is
-# `memchr`, ten to forty times faster than of a short literal. A literal list's alternation skips the
-# near look (a longer literal could start inside the window and end past it). A short text keeps the
-# scans above: one call per search is cheaper there.
-NEAR = 64
+# The same scans for a pass over a long text (`FAR_SCANS`), which find literals from their rarest
+# character (see NEAR). A short text keeps the scans above: one call per search is cheaper there.
 
 
 def _far_outside(buf: str, pos: int) -> tuple | None:
-    # _end_outside for a long text: literals are found from their rarest character.
+    # _end_outside for a long text.
     best = None
     # open of 'reasoning_content'
     start = buf.find(REASONING_CONTENT_OPEN, pos)
     if start >= 0:
-        best = (start, start + 18, True, "reasoning_content", None)
+        best = (start, start + REASONING_CONTENT_OPEN_LENGTH, True, "reasoning_content", None)
     # open of 'tool_calls'
-    # No match can start before the first '<|tool_call>call:' (nor matter after the best so far).
+    # No match can start before the first TOOL_CALLS_OPEN_PREFIX (nor matter after the best so far).
     if best is not None:
-        at = buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + 17)
+        at = buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + TOOL_CALLS_OPEN_PREFIX_LENGTH)
     else:
-        # Beyond NEAR: '_' (at 6), its rarest character, found first.
+        # Beyond NEAR: its rarest character ('_') first.
         at = buf.find(TOOL_CALLS_OPEN_PREFIX, pos, pos + NEAR)
         if at < 0:
-            at = buf.find("_", pos + 54)
+            at = buf.find(TOOL_CALLS_OPEN_RARE, pos + TOOL_CALLS_OPEN_FAR)
             if at >= 0:
-                at = buf.find(TOOL_CALLS_OPEN_PREFIX, at - 6)
+                at = buf.find(TOOL_CALLS_OPEN_PREFIX, at - TOOL_CALLS_OPEN_RARE_AT)
     found = None if at < 0 else scan_pattern(buf, at, TOOL_CALLS_OPEN_RE, True)
     if found is not None and (
         best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])
     ):
         best = (found[0], found[1], True, "tool_calls", found[3])
     # close of 'content'
-    match = CONTENT_CLOSE_ALT.search(buf, pos, len(buf) if best is None else best[0] + 16)
+    match = CONTENT_CLOSE_ALT.search(buf, pos, len(buf) if best is None else best[0] + CONTENT_CLOSE_LENGTH)
     found = None if match is None else (match.start(), match.end(), True, None)
     if found is not None and (
         best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])
@@ -241,14 +249,14 @@ def _far_outside(buf: str, pos: int) -> tuple | None:
 
 
 def _far_tool_calls(buf: str, pos: int) -> tuple | None:
-    # _end_tool_calls for a long text: literals are found from their rarest character.
-    # Beyond NEAR: '_' (at 5), its rarest character, found first.
+    # _end_tool_calls for a long text.
+    # Beyond NEAR: its rarest character ('_') first.
     start = buf.find(TOOL_CALLS_CLOSE, pos, pos + NEAR)
     if start < 0:
-        start = buf.find("_", pos + 58)
+        start = buf.find(TOOL_CALLS_CLOSE_RARE, pos + TOOL_CALLS_CLOSE_FAR)
         if start >= 0:
-            start = buf.find(TOOL_CALLS_CLOSE, start - 5)
-    return None if start < 0 else (start, start + 12, False, "tool_calls", None)
+            start = buf.find(TOOL_CALLS_CLOSE, start - TOOL_CALLS_CLOSE_RARE_AT)
+    return None if start < 0 else (start, start + TOOL_CALLS_CLOSE_LENGTH, False, "tool_calls", None)
 
 
 # One value function per field: its content parser, then its transform.
@@ -291,7 +299,13 @@ class ResponseParser(CompiledParser):
             scan=_scan_outside,
             end_scan=_end_outside,
             start_char="<",
-            stems=("<|channel>thought\n", "<|tool_call>call:", "<|tool_response>", "<turn|>", "<eos>"),
+            stems=(
+                REASONING_CONTENT_OPEN,
+                TOOL_CALLS_OPEN_PREFIX,
+                "<|tool_response>",
+                "<turn|>",
+                "<eos>",
+            ),
             patterns=(TOOL_CALLS_OPEN_RE,),
         ),
         "reasoning_content": State(
@@ -299,14 +313,14 @@ class ResponseParser(CompiledParser):
             scan=_scan_reasoning_content,
             end_scan=_end_reasoning_content,
             start_char="<",
-            stems=("<channel|>",),
+            stems=(REASONING_CONTENT_CLOSE,),
         ),
         "tool_calls": State(
             mode="plain",
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             start_char="<",
-            stems=("<tool_call|>",),
+            stems=(TOOL_CALLS_CLOSE,),
             dirty=True,
         ),
     }

@@ -16,7 +16,7 @@ import re
 from respc.runtime.content import content_parser
 from respc.runtime.contract import Field, State
 from respc.runtime.parser import CompiledParser
-from respc.runtime.scan import LazyRegex, scan_literal, scan_literals, scan_pattern
+from respc.runtime.scan import LazyRegex, literal_table, scan_literal, scan_literals, scan_pattern
 from respc.runtime.targets import get_target
 from respc.runtime.transform import resolve_placeholder
 
@@ -54,35 +54,44 @@ TRANSFORMERS_TARGET = "5.24"
 # Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL (compiled
 # on first use: importing `regex` costs more than the rest of this module).
 REASONING_CONTENT_OPEN = "<|channel|>analysis<|message|>"
+REASONING_CONTENT_OPEN_LENGTH = len(REASONING_CONTENT_OPEN)
 REASONING_CONTENT_CLOSE = "<|end|>"
+REASONING_CONTENT_CLOSE_LENGTH = len(REASONING_CONTENT_CLOSE)
 CONTENT_OPEN = "<|channel|>final<|message|>"
+CONTENT_OPEN_LENGTH = len(CONTENT_OPEN)
 CONTENT_CLOSE = ("<|return|>", "<|call|>", "<|end|>")
+TOOL_CALLS_OPEN_PREFIX = "<|channel|>commentary to=functions."  # every match starts with this
+TOOL_CALLS_OPEN_PREFIX_LENGTH = len(TOOL_CALLS_OPEN_PREFIX)
 TOOL_CALLS_OPEN_RE = LazyRegex(
     r"<\|channel\|>commentary to=functions\.(?P<name>\w+).*?<\|message\|>",
-    stems=("<|channel|>commentary to=functions.",),
+    stems=(TOOL_CALLS_OPEN_PREFIX,),
     tail=("<\\|channel\\|>commentary to=functions\\.(?P<name>\\w+)", "<|message|>", "", 0),
 )
-TOOL_CALLS_OPEN_PREFIX = "<|channel|>commentary to=functions."  # every match starts with this
 TOOL_CALLS_CLOSE = ("<|return|>", "<|call|>")
 START_ANCHOR_LITERALS = ("<|start|>assistant",)
-START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
-# The literals _scan_content watches, found in one pass: longest first at a position, then in watch
-# order (the oracle's tie-break).
-_CONTENT_LITERALS = ("<|return|>", "<|call|>", "<|end|>")
-_CONTENT_RE = re.compile("|".join(re.escape(literal) for literal in _CONTENT_LITERALS))
-_CONTENT_COMMITS = {
-    "<|return|>": (False, "content"),
-    "<|call|>": (False, "content"),
-    "<|end|>": (False, "content"),
-}
-# The literals _scan_tool_calls watches, found in one pass: longest first at a position, then in watch
-# order (the oracle's tie-break).
-_TOOL_CALLS_LITERALS = ("<|return|>", "<|call|>")
-_TOOL_CALLS_RE = re.compile("|".join(re.escape(literal) for literal in _TOOL_CALLS_LITERALS))
-_TOOL_CALLS_COMMITS = {
-    "<|return|>": (False, "tool_calls"),
-    "<|call|>": (False, "tool_calls"),
-}
+START_ANCHOR_RE = re.compile("|".join(map(re.escape, START_ANCHOR_LITERALS)))
+# The literals _scan_content watches, in the order one alternation finds the oracle's tie-break (longest
+# first at a position, then in watch order), and what each commits: (is_open, field).
+_CONTENT_LITERALS, _CONTENT_COMMITS = literal_table(
+    (CONTENT_CLOSE, False, "content"),
+)
+_CONTENT_RE = re.compile("|".join(map(re.escape, _CONTENT_LITERALS)))
+# The literals _scan_tool_calls watches, in the order one alternation finds the oracle's tie-break (longest
+# first at a position, then in watch order), and what each commits: (is_open, field).
+_TOOL_CALLS_LITERALS, _TOOL_CALLS_COMMITS = literal_table(
+    (TOOL_CALLS_CLOSE, False, "tool_calls"),
+)
+_TOOL_CALLS_RE = re.compile("|".join(map(re.escape, _TOOL_CALLS_LITERALS)))
+
+# End-of-stream scans of a long text (`FAR_SCANS`) look for a literal (or a regex's literal prefix) within
+# the next NEAR characters (delimiters often come in clusters); beyond them, from the first occurrence of
+# its rarest character (`*_RARE`, at `*_RARE_AT` in it) that an occurrence ending past them could have
+# (`*_FAR`), less that character's offset: no occurrence starts before. `str.find` of one character is
+# `memchr`, ten to forty times faster than of a short literal. A literal list's alternation skips the
+# near look (a longer literal could start inside the window and end past it).
+NEAR = 64
+TOOL_CALLS_OPEN_RARE, TOOL_CALLS_OPEN_RARE_AT = "=", 24
+TOOL_CALLS_OPEN_FAR = NEAR - TOOL_CALLS_OPEN_PREFIX_LENGTH + 1 + TOOL_CALLS_OPEN_RARE_AT
 
 # Content parser arguments and transforms the value functions read, as written in the template, and each
 # field's parser, specialised to its arguments when the module is imported.
@@ -110,7 +119,13 @@ def _scan_outside(buf: str, pos: int) -> tuple:
         else:
             best = (start, end, True, "content", match)
     # open of 'reasoning_content'
-    found = scan_literal(buf, pos, REASONING_CONTENT_OPEN, False, None if best is None else best[0] + 30)
+    found = scan_literal(
+        buf,
+        pos,
+        REASONING_CONTENT_OPEN,
+        False,
+        None if best is None else best[0] + REASONING_CONTENT_OPEN_LENGTH,
+    )
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -120,12 +135,12 @@ def _scan_outside(buf: str, pos: int) -> tuple:
             best = (start, end, True, "reasoning_content", match)
     # open of 'tool_calls'
     # Searched only when a match (or a partial one) could start no later than the best so far: that takes
-    # '<|channel|>commentary to=functions.' starting by then, or the text from there on
+    # TOOL_CALLS_OPEN_PREFIX starting by then, or the text from there on
     # inside it (the end of a partial match).
     if (
         best is None
-        or (len(buf) - best[0] < 35 and buf[best[0] :] in TOOL_CALLS_OPEN_PREFIX)
-        or buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + 35) >= 0
+        or (len(buf) - best[0] < TOOL_CALLS_OPEN_PREFIX_LENGTH and buf[best[0] :] in TOOL_CALLS_OPEN_PREFIX)
+        or buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + TOOL_CALLS_OPEN_PREFIX_LENGTH) >= 0
     ):
         found = scan_pattern(buf, pos, TOOL_CALLS_OPEN_RE, False, recheck=True)
     else:
@@ -183,38 +198,33 @@ def _scan_tool_calls(buf: str, pos: int) -> tuple:
 
 # At the end of the stream nothing can grow or be held back: one scan per state gives the delimiter
 # to commit, the leftmost complete match (the longest, then the first watched, on a tie), or None.
-# `memo` keeps, for one pass, where each regex searched without a bound was found (`()`: nowhere after):
-# a match found from an earlier position is still the leftmost one from any later position up to its
-# start, for a pattern whose match does not depend on where the search starts (the others are searched
-# anew each time), so it is searched again only once the pass has moved past it. Literals are found with
-# `str.find` (cheaper than remembering them), except the first one watched in a far scan (its index, -1:
-# nowhere after), and searches bounded by the best candidate so far stay so. Keys are the delimiters'
-# constant names, so a literal's int and a regex's tuple never share one.
 
 
 def _end_outside(buf: str, pos: int) -> tuple | None:
-    # Outside explicit regions (no implicit field: text is discarded): watches open of 'content'
-    # '<|channel|>final<|message|>', open of 'reasoning_content' '<|channel|>analysis<|message|>', open of
-    # 'tool_calls' /<\|channel\|>commentary to=functions\.(?P<name>\w+).*?<\|message\|>/.
+    # What _scan_outside watches, at the end of the stream.
     best = None
     # open of 'content'
     start = buf.find(CONTENT_OPEN, pos)
     if start >= 0:
-        best = (start, start + 27, True, "content", None)
+        best = (start, start + CONTENT_OPEN_LENGTH, True, "content", None)
     # open of 'reasoning_content'
     start = (
         buf.find(REASONING_CONTENT_OPEN, pos)
         if best is None
-        else buf.find(REASONING_CONTENT_OPEN, pos, best[0] + 30)
+        else buf.find(REASONING_CONTENT_OPEN, pos, best[0] + REASONING_CONTENT_OPEN_LENGTH)
     )
-    if start >= 0 and (best is None or start < best[0] or (start == best[0] and start + 30 > best[1])):
-        best = (start, start + 30, True, "reasoning_content", None)
+    if start >= 0 and (
+        best is None
+        or start < best[0]
+        or (start == best[0] and start + REASONING_CONTENT_OPEN_LENGTH > best[1])
+    ):
+        best = (start, start + REASONING_CONTENT_OPEN_LENGTH, True, "reasoning_content", None)
     # open of 'tool_calls'
-    # No match can start before the first '<|channel|>commentary to=functions.' (nor matter after the best so far).
+    # No match can start before the first TOOL_CALLS_OPEN_PREFIX (nor matter after the best so far).
     at = (
         buf.find(TOOL_CALLS_OPEN_PREFIX, pos)
         if best is None
-        else buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + 35)
+        else buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + TOOL_CALLS_OPEN_PREFIX_LENGTH)
     )
     found = None if at < 0 else scan_pattern(buf, at, TOOL_CALLS_OPEN_RE, True)
     if found is not None and (
@@ -226,14 +236,17 @@ def _end_outside(buf: str, pos: int) -> tuple | None:
 
 
 def _end_reasoning_content(buf: str, pos: int) -> tuple | None:
-    # Field 'reasoning_content': watches close of 'reasoning_content' '<|end|>'.
+    # What _scan_reasoning_content watches, at the end of the stream.
     start = buf.find(REASONING_CONTENT_CLOSE, pos)
-    return None if start < 0 else (start, start + 7, False, "reasoning_content", None)
+    return (
+        None
+        if start < 0
+        else (start, start + REASONING_CONTENT_CLOSE_LENGTH, False, "reasoning_content", None)
+    )
 
 
 def _end_content(buf: str, pos: int) -> tuple | None:
-    # Field 'content': watches close of 'content' '<|end|>' | '<|return|>' | '<|call|>'.
-    # No memo: the leftmost match is the one committed, so the next scan starts past it anyway.
+    # What _scan_content watches, at the end of the stream.
     match = _CONTENT_RE.search(buf, pos)
     if match is None:
         return None
@@ -242,8 +255,7 @@ def _end_content(buf: str, pos: int) -> tuple | None:
 
 
 def _end_tool_calls(buf: str, pos: int) -> tuple | None:
-    # Field 'tool_calls': watches close of 'tool_calls' '<|call|>' | '<|return|>'.
-    # No memo: the leftmost match is the one committed, so the next scan starts past it anyway.
+    # What _scan_tool_calls watches, at the end of the stream.
     match = _TOOL_CALLS_RE.search(buf, pos)
     if match is None:
         return None
@@ -251,42 +263,40 @@ def _end_tool_calls(buf: str, pos: int) -> tuple | None:
     return match.start(), match.end(), is_open, field, None
 
 
-# The same scans for a pass over a long text (`FAR_SCANS`). A literal (or a regex's literal prefix) is
-# looked for within the next NEAR characters (delimiters often come in clusters); beyond them it is
-# searched from the first occurrence of its rarest character that an occurrence ending past them could
-# have, less that character's offset in it: no occurrence starts before. `str.find` of one character is
-# `memchr`, ten to forty times faster than of a short literal. A literal list's alternation skips the
-# near look (a longer literal could start inside the window and end past it). A short text keeps the
-# scans above: one call per search is cheaper there.
-NEAR = 64
+# The same scans for a pass over a long text (`FAR_SCANS`), which find literals from their rarest
+# character (see NEAR). A short text keeps the scans above: one call per search is cheaper there.
 
 
 def _far_outside(buf: str, pos: int) -> tuple | None:
-    # _end_outside for a long text: literals are found from their rarest character.
+    # _end_outside for a long text.
     best = None
     # open of 'content'
     start = buf.find(CONTENT_OPEN, pos)
     if start >= 0:
-        best = (start, start + 27, True, "content", None)
+        best = (start, start + CONTENT_OPEN_LENGTH, True, "content", None)
     # open of 'reasoning_content'
     start = (
         buf.find(REASONING_CONTENT_OPEN, pos)
         if best is None
-        else buf.find(REASONING_CONTENT_OPEN, pos, best[0] + 30)
+        else buf.find(REASONING_CONTENT_OPEN, pos, best[0] + REASONING_CONTENT_OPEN_LENGTH)
     )
-    if start >= 0 and (best is None or start < best[0] or (start == best[0] and start + 30 > best[1])):
-        best = (start, start + 30, True, "reasoning_content", None)
+    if start >= 0 and (
+        best is None
+        or start < best[0]
+        or (start == best[0] and start + REASONING_CONTENT_OPEN_LENGTH > best[1])
+    ):
+        best = (start, start + REASONING_CONTENT_OPEN_LENGTH, True, "reasoning_content", None)
     # open of 'tool_calls'
-    # No match can start before the first '<|channel|>commentary to=functions.' (nor matter after the best so far).
+    # No match can start before the first TOOL_CALLS_OPEN_PREFIX (nor matter after the best so far).
     if best is not None:
-        at = buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + 35)
+        at = buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + TOOL_CALLS_OPEN_PREFIX_LENGTH)
     else:
-        # Beyond NEAR: '=' (at 24), its rarest character, found first.
+        # Beyond NEAR: its rarest character ('=') first.
         at = buf.find(TOOL_CALLS_OPEN_PREFIX, pos, pos + NEAR)
         if at < 0:
-            at = buf.find("=", pos + 54)
+            at = buf.find(TOOL_CALLS_OPEN_RARE, pos + TOOL_CALLS_OPEN_FAR)
             if at >= 0:
-                at = buf.find(TOOL_CALLS_OPEN_PREFIX, at - 24)
+                at = buf.find(TOOL_CALLS_OPEN_PREFIX, at - TOOL_CALLS_OPEN_RARE_AT)
     found = None if at < 0 else scan_pattern(buf, at, TOOL_CALLS_OPEN_RE, True)
     if found is not None and (
         best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])
@@ -337,9 +347,9 @@ class ResponseParser(CompiledParser):
             end_scan=_end_outside,
             start_char="<",
             stems=(
-                "<|channel|>commentary to=functions.",
-                "<|channel|>analysis<|message|>",
-                "<|channel|>final<|message|>",
+                TOOL_CALLS_OPEN_PREFIX,
+                REASONING_CONTENT_OPEN,
+                CONTENT_OPEN,
             ),
             patterns=(TOOL_CALLS_OPEN_RE,),
         ),
@@ -348,21 +358,17 @@ class ResponseParser(CompiledParser):
             scan=_scan_reasoning_content,
             end_scan=_end_reasoning_content,
             start_char="<",
-            stems=("<|end|>",),
+            stems=(REASONING_CONTENT_CLOSE,),
         ),
         "content": State(
-            mode="plain",
-            scan=_scan_content,
-            end_scan=_end_content,
-            start_char="<",
-            stems=("<|return|>", "<|call|>", "<|end|>"),
+            mode="plain", scan=_scan_content, end_scan=_end_content, start_char="<", stems=CONTENT_CLOSE
         ),
         "tool_calls": State(
             mode="plain",
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             start_char="<",
-            stems=("<|return|>", "<|call|>"),
+            stems=TOOL_CALLS_CLOSE,
             dirty=True,
         ),
     }

@@ -65,18 +65,21 @@ REASONING_CONTENT_OPEN_RE = LazyRegex(
     tail=("(?:<\\|message_model\\|>)?", "<|content_thinking|>", "<", 0),
 )
 REASONING_CONTENT_CLOSE = "<|end_message|>"
+REASONING_CONTENT_CLOSE_LENGTH = len(REASONING_CONTENT_CLOSE)
 CONTENT_OPEN_RE = LazyRegex(
     r"(?:<\|message_model\|>)?[^<]*<\|content_text\|>",
     tail=("(?:<\\|message_model\\|>)?", "<|content_text|>", "<", 0),
 )
 CONTENT_CLOSE = "<|end_message|>"
+CONTENT_CLOSE_LENGTH = len(CONTENT_CLOSE)
 TOOL_CALLS_OPEN_RE = LazyRegex(
     r"(?:<\|message_model\|>)?[^<]*<\|content_invoke_tool_json\|>",
     tail=("(?:<\\|message_model\\|>)?", "<|content_invoke_tool_json|>", "<", 0),
 )
 TOOL_CALLS_CLOSE = "<|end_message|>"
+TOOL_CALLS_CLOSE_LENGTH = len(TOOL_CALLS_CLOSE)
 START_ANCHOR_LITERALS = ("<|message_model|>",)
-START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
+START_ANCHOR_RE = re.compile("|".join(map(re.escape, START_ANCHOR_LITERALS)))
 
 # Content parser arguments and transforms the value functions read, as written in the template, and each
 # field's parser, specialised to its arguments when the module is imported.
@@ -178,10 +181,7 @@ def _scan_tool_calls(buf: str, pos: int) -> tuple:
 
 
 def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
-    # Outside explicit regions (no implicit field: text is discarded): watches open of 'content'
-    # /(?:<\|message_model\|>)?[^<]*<\|content_text\|>/, open of 'reasoning_content'
-    # /(?:<\|message_model\|>)?[^<]*<\|content_thinking\|>/, open of 'tool_calls'
-    # /(?:<\|message_model\|>)?[^<]*<\|content_invoke_tool_json\|>/.
+    # What _scan_outside watches, at the end of the stream.
     best = None
     # open of 'content'
     found = memo.get("CONTENT_OPEN_RE")
@@ -209,21 +209,25 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
 
 
 def _end_reasoning_content(buf: str, pos: int, memo: dict) -> tuple | None:
-    # Field 'reasoning_content': watches close of 'reasoning_content' '<|end_message|>'.
+    # What _scan_reasoning_content watches, at the end of the stream.
     start = buf.find(REASONING_CONTENT_CLOSE, pos)
-    return None if start < 0 else (start, start + 15, False, "reasoning_content", None)
+    return (
+        None
+        if start < 0
+        else (start, start + REASONING_CONTENT_CLOSE_LENGTH, False, "reasoning_content", None)
+    )
 
 
 def _end_content(buf: str, pos: int, memo: dict) -> tuple | None:
-    # Field 'content': watches close of 'content' '<|end_message|>'.
+    # What _scan_content watches, at the end of the stream.
     start = buf.find(CONTENT_CLOSE, pos)
-    return None if start < 0 else (start, start + 15, False, "content", None)
+    return None if start < 0 else (start, start + CONTENT_CLOSE_LENGTH, False, "content", None)
 
 
 def _end_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
-    # Field 'tool_calls': watches close of 'tool_calls' '<|end_message|>'.
+    # What _scan_tool_calls watches, at the end of the stream.
     start = buf.find(TOOL_CALLS_CLOSE, pos)
-    return None if start < 0 else (start, start + 15, False, "tool_calls", None)
+    return None if start < 0 else (start, start + TOOL_CALLS_CLOSE_LENGTH, False, "tool_calls", None)
 
 
 # One value function per field: its content parser, then its transform.
@@ -274,21 +278,21 @@ class ResponseParser(CompiledParser):
             scan=_scan_reasoning_content,
             end_scan=_end_reasoning_content,
             start_char="<",
-            stems=("<|end_message|>",),
+            stems=(REASONING_CONTENT_CLOSE,),
         ),
         "content": State(
             mode="plain",
             scan=_scan_content,
             end_scan=_end_content,
             start_char="<",
-            stems=("<|end_message|>",),
+            stems=(REASONING_CONTENT_CLOSE,),
         ),
         "tool_calls": State(
             mode="plain",
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             start_char="<",
-            stems=("<|end_message|>",),
+            stems=(REASONING_CONTENT_CLOSE,),
             dirty=True,
         ),
     }

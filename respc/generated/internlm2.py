@@ -46,25 +46,28 @@ TRANSFORMERS_TARGET = "5.24"
 
 # Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL (compiled
 # on first use: importing `regex` costs more than the rest of this module).
+TOOL_CALLS_OPEN_PREFIX = "<|action_start|><|plugin|>"  # every match of the rest starts with this
+TOOL_CALLS_OPEN_PREFIX_LENGTH = len(TOOL_CALLS_OPEN_PREFIX)
 # /\s*<\|action_start\|><\|plugin\|>/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 TOOL_CALLS_OPEN_RE = LazyRegex(r"<\|action_start\|><\|plugin\|>")
 # The whole pattern: a held partial match grows with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
 TOOL_CALLS_OPEN_WHOLE = LazyRegex(
-    r"\s*<\|action_start\|><\|plugin\|>", stems=("<|action_start|><|plugin|>",), lead=RUN_WHITESPACE
+    r"\s*<\|action_start\|><\|plugin\|>", stems=(TOOL_CALLS_OPEN_PREFIX,), lead=RUN_WHITESPACE
 )
-TOOL_CALLS_OPEN_PREFIX = "<|action_start|><|plugin|>"  # every match of the rest starts with this
 TOOL_CALLS_CLOSE = "<|action_end|>"
+TOOL_CALLS_CLOSE_LENGTH = len(TOOL_CALLS_CLOSE)
+CONTENT_CLOSE_PREFIX = "<|im_end|>"  # every match of the rest starts with this
+CONTENT_CLOSE_PREFIX_LENGTH = len(CONTENT_CLOSE_PREFIX)
 # /\s*<\|im_end\|>/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"<\|im_end\|>")
 # The whole pattern: a held partial match grows with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
-CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*<\|im_end\|>", stems=("<|im_end|>",), lead=RUN_WHITESPACE)
-CONTENT_CLOSE_PREFIX = "<|im_end|>"  # every match of the rest starts with this
+CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*<\|im_end\|>", stems=(CONTENT_CLOSE_PREFIX,), lead=RUN_WHITESPACE)
 START_ANCHOR_LITERALS = ("<|im_start|>assistant\n",)
-START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
+START_ANCHOR_RE = re.compile("|".join(map(re.escape, START_ANCHOR_LITERALS)))
 
 # Content parser arguments and transforms the value functions read, as written in the template, and each
 # field's parser, specialised to its arguments when the module is imported.
@@ -92,12 +95,12 @@ def _scan_outside(buf: str, pos: int) -> tuple:
             best = (start, end, True, "tool_calls", match)
     # close of 'content'
     # Searched only when a match (or a partial one) could start no later than the best so far: that takes
-    # '<|im_end|>' starting by then, or a run of its lead from there up to it, or the text from there on
+    # CONTENT_CLOSE_PREFIX starting by then, or a run of its lead from there up to it, or the text from there on
     # inside it (the end of a partial match).
     if (
         best is None
-        or (len(buf) - best[0] < 10 and buf[best[0] :] in CONTENT_CLOSE_PREFIX)
-        or buf.find(CONTENT_CLOSE_PREFIX, pos, best[0] + 10) >= 0
+        or (len(buf) - best[0] < CONTENT_CLOSE_PREFIX_LENGTH and buf[best[0] :] in CONTENT_CLOSE_PREFIX)
+        or buf.find(CONTENT_CLOSE_PREFIX, pos, best[0] + CONTENT_CLOSE_PREFIX_LENGTH) >= 0
         or (
             buf[best[0]] in RUN_WHITESPACE
             and lead_reaches(buf, best[0], CONTENT_CLOSE_PREFIX, RUN_WHITESPACE)
@@ -143,24 +146,29 @@ def _scan_tool_calls(buf: str, pos: int) -> tuple:
 
 
 def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
-    # Outside explicit regions, in the implicit field 'content': watches open of 'tool_calls'
-    # /\s*<\|action_start\|><\|plugin\|>/, close of 'content' /\s*<\|im_end\|>/.
+    # What _scan_outside watches, at the end of the stream.
     best = None
     # open of 'tool_calls'
     found = memo.get("TOOL_CALLS_OPEN_RE")
     if found is None or (found and found[0] < pos):
-        # No match can start before the first '<|action_start|><|plugin|>'.
+        # No match can start before the first TOOL_CALLS_OPEN_PREFIX.
         at = buf.find(TOOL_CALLS_OPEN_PREFIX, pos)
-        found = None if at < 0 else literal_match(buf, pos, at, 26, RUN_WHITESPACE, None)
+        found = (
+            None
+            if at < 0
+            else literal_match(buf, pos, at, TOOL_CALLS_OPEN_PREFIX_LENGTH, RUN_WHITESPACE, None)
+        )
         found = memo["TOOL_CALLS_OPEN_RE"] = found or ()
     if found:
         best = (found[0], found[1], True, "tool_calls", found[3])
     # close of 'content'
     found = memo.get("CONTENT_CLOSE_RE")
     if found is None or (found and found[0] < pos):
-        # No match can start before the first '<|im_end|>'.
+        # No match can start before the first CONTENT_CLOSE_PREFIX.
         at = buf.find(CONTENT_CLOSE_PREFIX, pos)
-        found = None if at < 0 else literal_match(buf, pos, at, 10, RUN_WHITESPACE, None)
+        found = (
+            None if at < 0 else literal_match(buf, pos, at, CONTENT_CLOSE_PREFIX_LENGTH, RUN_WHITESPACE, None)
+        )
         found = memo["CONTENT_CLOSE_RE"] = found or ()
     if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
         best = (found[0], found[1], False, "content", found[3])
@@ -169,9 +177,9 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
 
 
 def _end_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
-    # Field 'tool_calls': watches close of 'tool_calls' '<|action_end|>'.
+    # What _scan_tool_calls watches, at the end of the stream.
     start = buf.find(TOOL_CALLS_CLOSE, pos)
-    return None if start < 0 else (start, start + 14, False, "tool_calls", None)
+    return None if start < 0 else (start, start + TOOL_CALLS_CLOSE_LENGTH, False, "tool_calls", None)
 
 
 # One value function per field: its content parser, then its transform.
@@ -208,7 +216,10 @@ class ResponseParser(CompiledParser):
             end_scan=_end_outside,
             start_char="<",
             runs=(RUN_WHITESPACE,),
-            stems=("<|action_start|><|plugin|>", "<|im_end|>"),
+            stems=(
+                TOOL_CALLS_OPEN_PREFIX,
+                CONTENT_CLOSE_PREFIX,
+            ),
             patterns=(
                 TOOL_CALLS_OPEN_WHOLE,
                 CONTENT_CLOSE_WHOLE,
@@ -219,7 +230,7 @@ class ResponseParser(CompiledParser):
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             start_char="<",
-            stems=("<|action_end|>",),
+            stems=(TOOL_CALLS_CLOSE,),
             dirty=True,
         ),
     }

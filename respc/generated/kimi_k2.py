@@ -58,6 +58,7 @@ TRANSFORMERS_TARGET = "5.24"
 # Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL (compiled
 # on first use: importing `regex` costs more than the rest of this module).
 REASONING_CONTENT_OPEN = "<think>"
+REASONING_CONTENT_OPEN_LENGTH = len(REASONING_CONTENT_OPEN)
 REASONING_CONTENT_CLOSE_RE = LazyRegex(r"</think>|(?=<\|tool_calls_section_begin\|>)")
 # /\s*(?:<\|tool_calls_section_begin\|>\s*)?<\|tool_call_begin\|>\s*(?P<id>(?:[^\s<:]*\.)?(?P<name>[^\s<:.]+
 # ):\d+)\s*<\|tool_call_argument_begin\|>/ is searched as what follows its leading run of \s; the scan
@@ -71,6 +72,9 @@ TOOL_CALLS_OPEN_WHOLE = LazyRegex(
     r"\s*(?:<\|tool_calls_section_begin\|>\s*)?<\|tool_call_begin\|>\s*(?P<id>(?:[^\s<:]*\.)?(?P<name>[^\s<:.]+):\d+)\s*<\|tool_call_argument_begin\|>"
 )
 TOOL_CALLS_CLOSE = "<|tool_call_end|>"
+TOOL_CALLS_CLOSE_LENGTH = len(TOOL_CALLS_CLOSE)
+CONTENT_CLOSE_PREFIX = "<|"  # every match of the rest starts with this
+CONTENT_CLOSE_PREFIX_LENGTH = len(CONTENT_CLOSE_PREFIX)
 # /\s*(?:<\|tool_calls_section_end\|>|<\|im_end\|>)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"(?:<\|tool_calls_section_end\|>|<\|im_end\|>)")
@@ -78,12 +82,14 @@ CONTENT_CLOSE_RE = LazyRegex(r"(?:<\|tool_calls_section_end\|>|<\|im_end\|>)")
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
 CONTENT_CLOSE_WHOLE = LazyRegex(
     r"\s*(?:<\|tool_calls_section_end\|>|<\|im_end\|>)",
-    stems=("<|tool_calls_section_end|>", "<|im_end|>"),
+    stems=(
+        "<|tool_calls_section_end|>",
+        "<|im_end|>",
+    ),
     lead=RUN_WHITESPACE,
 )
-CONTENT_CLOSE_PREFIX = "<|"  # every match of the rest starts with this
 START_ANCHOR_LITERALS = ("<|im_assistant|>assistant<|im_middle|>",)
-START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
+START_ANCHOR_RE = re.compile("|".join(map(re.escape, START_ANCHOR_LITERALS)))
 
 # Content parser arguments and transforms the value functions read, as written in the template, and each
 # field's parser, specialised to its arguments when the module is imported.
@@ -122,12 +128,12 @@ def _scan_outside(buf: str, pos: int) -> tuple:
             best = (start, end, True, "tool_calls", match)
     # close of 'content'
     # Searched only when a match (or a partial one) could start no later than the best so far: that takes
-    # '<|' starting by then, or a run of its lead from there up to it, or the text from there on
+    # CONTENT_CLOSE_PREFIX starting by then, or a run of its lead from there up to it, or the text from there on
     # inside it (the end of a partial match).
     if (
         best is None
-        or (len(buf) - best[0] < 2 and buf[best[0] :] in CONTENT_CLOSE_PREFIX)
-        or buf.find(CONTENT_CLOSE_PREFIX, pos, best[0] + 2) >= 0
+        or (len(buf) - best[0] < CONTENT_CLOSE_PREFIX_LENGTH and buf[best[0] :] in CONTENT_CLOSE_PREFIX)
+        or buf.find(CONTENT_CLOSE_PREFIX, pos, best[0] + CONTENT_CLOSE_PREFIX_LENGTH) >= 0
         or (
             buf[best[0]] in RUN_WHITESPACE
             and lead_reaches(buf, best[0], CONTENT_CLOSE_PREFIX, RUN_WHITESPACE)
@@ -187,15 +193,12 @@ def _scan_tool_calls(buf: str, pos: int) -> tuple:
 
 
 def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
-    # Outside explicit regions, in the implicit field 'content': watches open of 'reasoning_content'
-    # '<think>', open of 'tool_calls' /\s*(?:<\|tool_calls_section_begin\|>\s*)?<\|tool_call_begin\|>\s*(?P<
-    # id>(?:[^\s<:]*\.)?(?P<name>[^\s<:.]+):\d+)\s*<\|tool_call_argument_begin\|>/, close of 'content'
-    # /\s*(?:<\|tool_calls_section_end\|>|<\|im_end\|>)/.
+    # What _scan_outside watches, at the end of the stream.
     best = None
     # open of 'reasoning_content'
     start = buf.find(REASONING_CONTENT_OPEN, pos)
     if start >= 0:
-        best = (start, start + 7, True, "reasoning_content", None)
+        best = (start, start + REASONING_CONTENT_OPEN_LENGTH, True, "reasoning_content", None)
     # open of 'tool_calls'
     found = memo.get("TOOL_CALLS_OPEN_RE")
     if found is None or (found and found[0] < pos):
@@ -206,7 +209,7 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     # close of 'content'
     found = memo.get("CONTENT_CLOSE_RE")
     if found is None or (found and found[0] < pos):
-        # No match can start before the first '<|'.
+        # No match can start before the first CONTENT_CLOSE_PREFIX.
         at = buf.find(CONTENT_CLOSE_PREFIX, pos)
         found = None if at < 0 else scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, True, at)
         found = memo["CONTENT_CLOSE_RE"] = found or ()
@@ -217,8 +220,7 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
 
 
 def _end_reasoning_content(buf: str, pos: int, memo: dict) -> tuple | None:
-    # Field 'reasoning_content': watches close of 'reasoning_content'
-    # /</think>|(?=<\|tool_calls_section_begin\|>)/.
+    # What _scan_reasoning_content watches, at the end of the stream.
     best = None
     # close of 'reasoning_content'
     found = scan_pattern(buf, pos, REASONING_CONTENT_CLOSE_RE, True)
@@ -229,9 +231,9 @@ def _end_reasoning_content(buf: str, pos: int, memo: dict) -> tuple | None:
 
 
 def _end_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
-    # Field 'tool_calls': watches close of 'tool_calls' '<|tool_call_end|>'.
+    # What _scan_tool_calls watches, at the end of the stream.
     start = buf.find(TOOL_CALLS_CLOSE, pos)
-    return None if start < 0 else (start, start + 17, False, "tool_calls", None)
+    return None if start < 0 else (start, start + TOOL_CALLS_CLOSE_LENGTH, False, "tool_calls", None)
 
 
 # One value function per field: its content parser, then its transform.
@@ -276,7 +278,11 @@ class ResponseParser(CompiledParser):
             end_scan=_end_outside,
             start_char="<",
             runs=(RUN_WHITESPACE,),
-            stems=("<|tool_calls_section_end|>", "<|im_end|>", "<think>"),
+            stems=(
+                "<|tool_calls_section_end|>",
+                "<|im_end|>",
+                REASONING_CONTENT_OPEN,
+            ),
             starters=(),
             patterns=(
                 TOOL_CALLS_OPEN_WHOLE,
@@ -294,7 +300,7 @@ class ResponseParser(CompiledParser):
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             start_char="<",
-            stems=("<|tool_call_end|>",),
+            stems=(TOOL_CALLS_CLOSE,),
             dirty=True,
         ),
     }

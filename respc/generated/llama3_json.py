@@ -55,17 +55,23 @@ TOOL_CALLS_OPEN_RE = LazyRegex(
 TOOL_CALLS_CLOSE_RE = LazyRegex(
     r'\s*;(?=\s*\{\s*(?:"type"\s*:\s*"function"\s*,\s*)?"name"\s*:\s*"[^"\\]*"\s*,\s*"parameters"\s*:)|<\|eom_id\|>|<\|eot_id\|>'
 )
+CONTENT_CLOSE_PREFIX = "<|eo"  # every match of the rest starts with this
+CONTENT_CLOSE_PREFIX_LENGTH = len(CONTENT_CLOSE_PREFIX)
 # /\s*(?:<\|eot_id\|>|<\|eom_id\|>)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"(?:<\|eot_id\|>|<\|eom_id\|>)")
 # The whole pattern: a held partial match grows with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
 CONTENT_CLOSE_WHOLE = LazyRegex(
-    r"\s*(?:<\|eot_id\|>|<\|eom_id\|>)", stems=("<|eot_id|>", "<|eom_id|>"), lead=RUN_WHITESPACE
+    r"\s*(?:<\|eot_id\|>|<\|eom_id\|>)",
+    stems=(
+        "<|eot_id|>",
+        "<|eom_id|>",
+    ),
+    lead=RUN_WHITESPACE,
 )
-CONTENT_CLOSE_PREFIX = "<|eo"  # every match of the rest starts with this
 START_ANCHOR_LITERALS = ("<|start_header_id|>assistant<|end_header_id|>\n\n",)
-START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
+START_ANCHOR_RE = re.compile("|".join(map(re.escape, START_ANCHOR_LITERALS)))
 _TOOL_CALLS_STARTS = LazyRegex(r"[;<\s]", dotall=False)
 
 # Content parser arguments and transforms the value functions read, as written in the template, and each
@@ -96,12 +102,12 @@ def _scan_outside(buf: str, pos: int) -> tuple:
             best = (start, end, True, "tool_calls", match)
     # close of 'content'
     # Searched only when a match (or a partial one) could start no later than the best so far: that takes
-    # '<|eo' starting by then, or a run of its lead from there up to it, or the text from there on
+    # CONTENT_CLOSE_PREFIX starting by then, or a run of its lead from there up to it, or the text from there on
     # inside it (the end of a partial match).
     if (
         best is None
-        or (len(buf) - best[0] < 4 and buf[best[0] :] in CONTENT_CLOSE_PREFIX)
-        or buf.find(CONTENT_CLOSE_PREFIX, pos, best[0] + 4) >= 0
+        or (len(buf) - best[0] < CONTENT_CLOSE_PREFIX_LENGTH and buf[best[0] :] in CONTENT_CLOSE_PREFIX)
+        or buf.find(CONTENT_CLOSE_PREFIX, pos, best[0] + CONTENT_CLOSE_PREFIX_LENGTH) >= 0
         or (
             buf[best[0]] in RUN_WHITESPACE
             and lead_reaches(buf, best[0], CONTENT_CLOSE_PREFIX, RUN_WHITESPACE)
@@ -148,10 +154,7 @@ def _scan_tool_calls(buf: str, pos: int) -> tuple:
 
 
 def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
-    # Outside explicit regions, in the implicit field 'content': watches open of 'tool_calls' /^\s*(?:<\|pyt
-    # hon_tag\|>\s*)?(?=\{\s*(?:"type"\s*:\s*"function"\s*,\s*)?"name"\s*:\s*"[^"\\]*"\s*,\s*"parameters"\s*
-    # :)|(?<=;)\s*(?=\{\s*(?:"type"\s*:\s*"function"\s*,\s*)?"name"\s*:\s*"[^"\\]*"\s*,\s*"parameters"\s*:)/
-    # , close of 'content' /\s*(?:<\|eot_id\|>|<\|eom_id\|>)/.
+    # What _scan_outside watches, at the end of the stream.
     best = None
     # open of 'tool_calls'
     found = memo.get("TOOL_CALLS_OPEN_RE")
@@ -163,7 +166,7 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     # close of 'content'
     found = memo.get("CONTENT_CLOSE_RE")
     if found is None or (found and found[0] < pos):
-        # No match can start before the first '<|eo'.
+        # No match can start before the first CONTENT_CLOSE_PREFIX.
         at = buf.find(CONTENT_CLOSE_PREFIX, pos)
         found = None if at < 0 else scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, True, at)
         found = memo["CONTENT_CLOSE_RE"] = found or ()
@@ -174,8 +177,7 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
 
 
 def _end_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
-    # Field 'tool_calls': watches close of 'tool_calls' /\s*;(?=\s*\{\s*(?:"type"\s*:\s*"function"\s*,\s*)?"
-    # name"\s*:\s*"[^"\\]*"\s*,\s*"parameters"\s*:)|<\|eom_id\|>|<\|eot_id\|>/.
+    # What _scan_tool_calls watches, at the end of the stream.
     best = None
     # close of 'tool_calls'
     found = scan_pattern(buf, pos, TOOL_CALLS_CLOSE_RE, True)
@@ -218,7 +220,10 @@ class ResponseParser(CompiledParser):
             scan=_scan_outside,
             end_scan=_end_outside,
             runs=(RUN_WHITESPACE,),
-            stems=("<|eom_id|>", "<|eot_id|>"),
+            stems=(
+                "<|eom_id|>",
+                "<|eot_id|>",
+            ),
             patterns=(
                 TOOL_CALLS_OPEN_RE,
                 CONTENT_CLOSE_WHOLE,

@@ -44,26 +44,45 @@ TRANSFORMERS_TARGET = "5.24"
 # Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL (compiled
 # on first use: importing `regex` costs more than the rest of this module).
 REASONING_CONTENT_OPEN = "<longcat_think>"
+REASONING_CONTENT_OPEN_LENGTH = len(REASONING_CONTENT_OPEN)
 REASONING_CONTENT_CLOSE = "</longcat_think>"
+REASONING_CONTENT_CLOSE_LENGTH = len(REASONING_CONTENT_CLOSE)
+TOOL_CALLS_OPEN_PREFIX = "<longcat_tool_call>"  # every match of the rest starts with this
+TOOL_CALLS_OPEN_PREFIX_LENGTH = len(TOOL_CALLS_OPEN_PREFIX)
 # /\s*<longcat_tool_call>/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 TOOL_CALLS_OPEN_RE = LazyRegex(r"<longcat_tool_call>")
 # The whole pattern: a held partial match grows with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
 TOOL_CALLS_OPEN_WHOLE = LazyRegex(
-    r"\s*<longcat_tool_call>", stems=("<longcat_tool_call>",), lead=RUN_WHITESPACE
+    r"\s*<longcat_tool_call>", stems=(TOOL_CALLS_OPEN_PREFIX,), lead=RUN_WHITESPACE
 )
-TOOL_CALLS_OPEN_PREFIX = "<longcat_tool_call>"  # every match of the rest starts with this
 TOOL_CALLS_CLOSE = "</longcat_tool_call>"
+TOOL_CALLS_CLOSE_LENGTH = len(TOOL_CALLS_CLOSE)
+CONTENT_CLOSE_PREFIX = "</longcat_s>"  # every match of the rest starts with this
+CONTENT_CLOSE_PREFIX_LENGTH = len(CONTENT_CLOSE_PREFIX)
 # /\s*</longcat_s>/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"</longcat_s>")
 # The whole pattern: a held partial match grows with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
-CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*</longcat_s>", stems=("</longcat_s>",), lead=RUN_WHITESPACE)
-CONTENT_CLOSE_PREFIX = "</longcat_s>"  # every match of the rest starts with this
+CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*</longcat_s>", stems=(CONTENT_CLOSE_PREFIX,), lead=RUN_WHITESPACE)
 START_ANCHOR_LITERALS = ("ASSISTANT:",)
-START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
+START_ANCHOR_RE = re.compile("|".join(map(re.escape, START_ANCHOR_LITERALS)))
+
+# End-of-stream scans of a long text (`FAR_SCANS`) look for a literal (or a regex's literal prefix) within
+# the next NEAR characters (delimiters often come in clusters); beyond them, from the first occurrence of
+# its rarest character (`*_RARE`, at `*_RARE_AT` in it) that an occurrence ending past them could have
+# (`*_FAR`), less that character's offset: no occurrence starts before. `str.find` of one character is
+# `memchr`, ten to forty times faster than of a short literal. A literal list's alternation skips the
+# near look (a longer literal could start inside the window and end past it).
+NEAR = 64
+REASONING_CONTENT_CLOSE_RARE, REASONING_CONTENT_CLOSE_RARE_AT = "/", 1
+REASONING_CONTENT_CLOSE_FAR = NEAR - REASONING_CONTENT_CLOSE_LENGTH + 1 + REASONING_CONTENT_CLOSE_RARE_AT
+TOOL_CALLS_CLOSE_RARE, TOOL_CALLS_CLOSE_RARE_AT = "/", 1
+TOOL_CALLS_CLOSE_FAR = NEAR - TOOL_CALLS_CLOSE_LENGTH + 1 + TOOL_CALLS_CLOSE_RARE_AT
+CONTENT_CLOSE_RARE, CONTENT_CLOSE_RARE_AT = "/", 1
+CONTENT_CLOSE_FAR = NEAR - CONTENT_CLOSE_PREFIX_LENGTH + 1 + CONTENT_CLOSE_RARE_AT
 
 # Content parser arguments and transforms the value functions read, as written in the template, and each
 # field's parser, specialised to its arguments when the module is imported.
@@ -92,12 +111,12 @@ def _scan_outside(buf: str, pos: int) -> tuple:
             best = (start, end, True, "reasoning_content", match)
     # open of 'tool_calls'
     # Searched only when a match (or a partial one) could start no later than the best so far: that takes
-    # '<longcat_tool_call>' starting by then, or a run of its lead from there up to it, or the text from there on
+    # TOOL_CALLS_OPEN_PREFIX starting by then, or a run of its lead from there up to it, or the text from there on
     # inside it (the end of a partial match).
     if (
         best is None
-        or (len(buf) - best[0] < 19 and buf[best[0] :] in TOOL_CALLS_OPEN_PREFIX)
-        or buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + 19) >= 0
+        or (len(buf) - best[0] < TOOL_CALLS_OPEN_PREFIX_LENGTH and buf[best[0] :] in TOOL_CALLS_OPEN_PREFIX)
+        or buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + TOOL_CALLS_OPEN_PREFIX_LENGTH) >= 0
         or (
             buf[best[0]] in RUN_WHITESPACE
             and lead_reaches(buf, best[0], TOOL_CALLS_OPEN_PREFIX, RUN_WHITESPACE)
@@ -115,12 +134,12 @@ def _scan_outside(buf: str, pos: int) -> tuple:
             best = (start, end, True, "tool_calls", match)
     # close of 'content'
     # Searched only when a match (or a partial one) could start no later than the best so far: that takes
-    # '</longcat_s>' starting by then, or a run of its lead from there up to it, or the text from there on
+    # CONTENT_CLOSE_PREFIX starting by then, or a run of its lead from there up to it, or the text from there on
     # inside it (the end of a partial match).
     if (
         best is None
-        or (len(buf) - best[0] < 12 and buf[best[0] :] in CONTENT_CLOSE_PREFIX)
-        or buf.find(CONTENT_CLOSE_PREFIX, pos, best[0] + 12) >= 0
+        or (len(buf) - best[0] < CONTENT_CLOSE_PREFIX_LENGTH and buf[best[0] :] in CONTENT_CLOSE_PREFIX)
+        or buf.find(CONTENT_CLOSE_PREFIX, pos, best[0] + CONTENT_CLOSE_PREFIX_LENGTH) >= 0
         or (
             buf[best[0]] in RUN_WHITESPACE
             and lead_reaches(buf, best[0], CONTENT_CLOSE_PREFIX, RUN_WHITESPACE)
@@ -179,29 +198,33 @@ def _scan_tool_calls(buf: str, pos: int) -> tuple:
 
 
 def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
-    # Outside explicit regions, in the implicit field 'content': watches open of 'reasoning_content'
-    # '<longcat_think>', open of 'tool_calls' /\s*<longcat_tool_call>/, close of 'content'
-    # /\s*</longcat_s>/.
+    # What _scan_outside watches, at the end of the stream.
     best = None
     # open of 'reasoning_content'
     start = buf.find(REASONING_CONTENT_OPEN, pos)
     if start >= 0:
-        best = (start, start + 15, True, "reasoning_content", None)
+        best = (start, start + REASONING_CONTENT_OPEN_LENGTH, True, "reasoning_content", None)
     # open of 'tool_calls'
     found = memo.get("TOOL_CALLS_OPEN_RE")
     if found is None or (found and found[0] < pos):
-        # No match can start before the first '<longcat_tool_call>'.
+        # No match can start before the first TOOL_CALLS_OPEN_PREFIX.
         at = buf.find(TOOL_CALLS_OPEN_PREFIX, pos)
-        found = None if at < 0 else literal_match(buf, pos, at, 19, RUN_WHITESPACE, None)
+        found = (
+            None
+            if at < 0
+            else literal_match(buf, pos, at, TOOL_CALLS_OPEN_PREFIX_LENGTH, RUN_WHITESPACE, None)
+        )
         found = memo["TOOL_CALLS_OPEN_RE"] = found or ()
     if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
         best = (found[0], found[1], True, "tool_calls", found[3])
     # close of 'content'
     found = memo.get("CONTENT_CLOSE_RE")
     if found is None or (found and found[0] < pos):
-        # No match can start before the first '</longcat_s>'.
+        # No match can start before the first CONTENT_CLOSE_PREFIX.
         at = buf.find(CONTENT_CLOSE_PREFIX, pos)
-        found = None if at < 0 else literal_match(buf, pos, at, 12, RUN_WHITESPACE, None)
+        found = (
+            None if at < 0 else literal_match(buf, pos, at, CONTENT_CLOSE_PREFIX_LENGTH, RUN_WHITESPACE, None)
+        )
         found = memo["CONTENT_CLOSE_RE"] = found or ()
     if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
         best = (found[0], found[1], False, "content", found[3])
@@ -210,29 +233,27 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
 
 
 def _end_reasoning_content(buf: str, pos: int, memo: dict) -> tuple | None:
-    # Field 'reasoning_content': watches close of 'reasoning_content' '</longcat_think>'.
+    # What _scan_reasoning_content watches, at the end of the stream.
     start = buf.find(REASONING_CONTENT_CLOSE, pos)
-    return None if start < 0 else (start, start + 16, False, "reasoning_content", None)
+    return (
+        None
+        if start < 0
+        else (start, start + REASONING_CONTENT_CLOSE_LENGTH, False, "reasoning_content", None)
+    )
 
 
 def _end_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
-    # Field 'tool_calls': watches close of 'tool_calls' '</longcat_tool_call>'.
+    # What _scan_tool_calls watches, at the end of the stream.
     start = buf.find(TOOL_CALLS_CLOSE, pos)
-    return None if start < 0 else (start, start + 20, False, "tool_calls", None)
+    return None if start < 0 else (start, start + TOOL_CALLS_CLOSE_LENGTH, False, "tool_calls", None)
 
 
-# The same scans for a pass over a long text (`FAR_SCANS`). A literal (or a regex's literal prefix) is
-# looked for within the next NEAR characters (delimiters often come in clusters); beyond them it is
-# searched from the first occurrence of its rarest character that an occurrence ending past them could
-# have, less that character's offset in it: no occurrence starts before. `str.find` of one character is
-# `memchr`, ten to forty times faster than of a short literal. A literal list's alternation skips the
-# near look (a longer literal could start inside the window and end past it). A short text keeps the
-# scans above: one call per search is cheaper there.
-NEAR = 64
+# The same scans for a pass over a long text (`FAR_SCANS`), which find literals from their rarest
+# character (see NEAR). A short text keeps the scans above: one call per search is cheaper there.
 
 
 def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
-    # _end_outside for a long text: literals are found from their rarest character.
+    # _end_outside for a long text.
     best = None
     # open of 'reasoning_content'
     # Kept in the pass's memo as the regexes are (-1: nowhere after): over a long text, each search of a
@@ -242,27 +263,33 @@ def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
         start = buf.find(REASONING_CONTENT_OPEN, pos)
         memo["REASONING_CONTENT_OPEN"] = start
     if start >= 0:
-        best = (start, start + 15, True, "reasoning_content", None)
+        best = (start, start + REASONING_CONTENT_OPEN_LENGTH, True, "reasoning_content", None)
     # open of 'tool_calls'
     found = memo.get("TOOL_CALLS_OPEN_RE")
     if found is None or (found and found[0] < pos):
-        # No match can start before the first '<longcat_tool_call>'.
+        # No match can start before the first TOOL_CALLS_OPEN_PREFIX.
         at = buf.find(TOOL_CALLS_OPEN_PREFIX, pos)
-        found = None if at < 0 else literal_match(buf, pos, at, 19, RUN_WHITESPACE, None)
+        found = (
+            None
+            if at < 0
+            else literal_match(buf, pos, at, TOOL_CALLS_OPEN_PREFIX_LENGTH, RUN_WHITESPACE, None)
+        )
         found = memo["TOOL_CALLS_OPEN_RE"] = found or ()
     if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
         best = (found[0], found[1], True, "tool_calls", found[3])
     # close of 'content'
     found = memo.get("CONTENT_CLOSE_RE")
     if found is None or (found and found[0] < pos):
-        # No match can start before the first '</longcat_s>'.
-        # Beyond NEAR: '/' (at 1), its rarest character, found first.
+        # No match can start before the first CONTENT_CLOSE_PREFIX.
+        # Beyond NEAR: its rarest character ('/') first.
         at = buf.find(CONTENT_CLOSE_PREFIX, pos, pos + NEAR)
         if at < 0:
-            at = buf.find("/", pos + 54)
+            at = buf.find(CONTENT_CLOSE_RARE, pos + CONTENT_CLOSE_FAR)
             if at >= 0:
-                at = buf.find(CONTENT_CLOSE_PREFIX, at - 1)
-        found = None if at < 0 else literal_match(buf, pos, at, 12, RUN_WHITESPACE, None)
+                at = buf.find(CONTENT_CLOSE_PREFIX, at - CONTENT_CLOSE_RARE_AT)
+        found = (
+            None if at < 0 else literal_match(buf, pos, at, CONTENT_CLOSE_PREFIX_LENGTH, RUN_WHITESPACE, None)
+        )
         found = memo["CONTENT_CLOSE_RE"] = found or ()
     if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
         best = (found[0], found[1], False, "content", found[3])
@@ -271,25 +298,29 @@ def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
 
 
 def _far_reasoning_content(buf: str, pos: int, memo: dict) -> tuple | None:
-    # _end_reasoning_content for a long text: literals are found from their rarest character.
-    # Beyond NEAR: '/' (at 1), its rarest character, found first.
+    # _end_reasoning_content for a long text.
+    # Beyond NEAR: its rarest character ('/') first.
     start = buf.find(REASONING_CONTENT_CLOSE, pos, pos + NEAR)
     if start < 0:
-        start = buf.find("/", pos + 50)
+        start = buf.find(REASONING_CONTENT_CLOSE_RARE, pos + REASONING_CONTENT_CLOSE_FAR)
         if start >= 0:
-            start = buf.find(REASONING_CONTENT_CLOSE, start - 1)
-    return None if start < 0 else (start, start + 16, False, "reasoning_content", None)
+            start = buf.find(REASONING_CONTENT_CLOSE, start - REASONING_CONTENT_CLOSE_RARE_AT)
+    return (
+        None
+        if start < 0
+        else (start, start + REASONING_CONTENT_CLOSE_LENGTH, False, "reasoning_content", None)
+    )
 
 
 def _far_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
-    # _end_tool_calls for a long text: literals are found from their rarest character.
-    # Beyond NEAR: '/' (at 1), its rarest character, found first.
+    # _end_tool_calls for a long text.
+    # Beyond NEAR: its rarest character ('/') first.
     start = buf.find(TOOL_CALLS_CLOSE, pos, pos + NEAR)
     if start < 0:
-        start = buf.find("/", pos + 46)
+        start = buf.find(TOOL_CALLS_CLOSE_RARE, pos + TOOL_CALLS_CLOSE_FAR)
         if start >= 0:
-            start = buf.find(TOOL_CALLS_CLOSE, start - 1)
-    return None if start < 0 else (start, start + 20, False, "tool_calls", None)
+            start = buf.find(TOOL_CALLS_CLOSE, start - TOOL_CALLS_CLOSE_RARE_AT)
+    return None if start < 0 else (start, start + TOOL_CALLS_CLOSE_LENGTH, False, "tool_calls", None)
 
 
 # One value function per field: its content parser, then its transform.
@@ -325,7 +356,11 @@ class ResponseParser(CompiledParser):
             end_scan=_end_outside,
             start_char="<",
             runs=(RUN_WHITESPACE,),
-            stems=("<longcat_tool_call>", "<longcat_think>", "</longcat_s>"),
+            stems=(
+                TOOL_CALLS_OPEN_PREFIX,
+                REASONING_CONTENT_OPEN,
+                CONTENT_CLOSE_PREFIX,
+            ),
             patterns=(
                 TOOL_CALLS_OPEN_WHOLE,
                 CONTENT_CLOSE_WHOLE,
@@ -336,14 +371,14 @@ class ResponseParser(CompiledParser):
             scan=_scan_reasoning_content,
             end_scan=_end_reasoning_content,
             start_char="<",
-            stems=("</longcat_think>",),
+            stems=(REASONING_CONTENT_CLOSE,),
         ),
         "tool_calls": State(
             mode="plain",
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             start_char="<",
-            stems=("</longcat_tool_call>",),
+            stems=(TOOL_CALLS_CLOSE,),
             dirty=True,
         ),
     }

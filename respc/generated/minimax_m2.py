@@ -47,19 +47,27 @@ TRANSFORMERS_TARGET = "5.24"
 # Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL (compiled
 # on first use: importing `regex` costs more than the rest of this module).
 REASONING_CONTENT_OPEN = "<think>"
+REASONING_CONTENT_OPEN_LENGTH = len(REASONING_CONTENT_OPEN)
 REASONING_CONTENT_CLOSE = "</think>"
+REASONING_CONTENT_CLOSE_LENGTH = len(REASONING_CONTENT_CLOSE)
 TOOL_CALLS_OPEN_RE = LazyRegex(r'(?:\s*<minimax:tool_call>|(?<=</invoke>))\s*<invoke name="(?P<name>[^"]+)">')
 TOOL_CALLS_CLOSE = "</invoke>"
+TOOL_CALLS_CLOSE_LENGTH = len(TOOL_CALLS_CLOSE)
 # /\s*(?:</minimax:tool_call>|\[e~\[)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"(?:</minimax:tool_call>|\[e~\[)")
 # The whole pattern: a held partial match grows with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
 CONTENT_CLOSE_WHOLE = LazyRegex(
-    r"\s*(?:</minimax:tool_call>|\[e~\[)", stems=("</minimax:tool_call>", "[e~["), lead=RUN_WHITESPACE
+    r"\s*(?:</minimax:tool_call>|\[e~\[)",
+    stems=(
+        "</minimax:tool_call>",
+        "[e~[",
+    ),
+    lead=RUN_WHITESPACE,
 )
 START_ANCHOR_LITERALS = ("]~b]ai\n",)
-START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
+START_ANCHOR_RE = re.compile("|".join(map(re.escape, START_ANCHOR_LITERALS)))
 
 # Content parser arguments and transforms the value functions read, as written in the template, and each
 # field's parser, specialised to its arguments when the module is imported.
@@ -147,14 +155,12 @@ def _scan_tool_calls(buf: str, pos: int) -> tuple:
 
 
 def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
-    # Outside explicit regions, in the implicit field 'content': watches open of 'reasoning_content'
-    # '<think>', open of 'tool_calls' /(?:\s*<minimax:tool_call>|(?<=</invoke>))\s*<invoke
-    # name="(?P<name>[^"]+)">/, close of 'content' /\s*(?:</minimax:tool_call>|\[e~\[)/.
+    # What _scan_outside watches, at the end of the stream.
     best = None
     # open of 'reasoning_content'
     start = buf.find(REASONING_CONTENT_OPEN, pos)
     if start >= 0:
-        best = (start, start + 7, True, "reasoning_content", None)
+        best = (start, start + REASONING_CONTENT_OPEN_LENGTH, True, "reasoning_content", None)
     # open of 'tool_calls'
     found = memo.get("TOOL_CALLS_OPEN_RE")
     if found is None or (found and found[0] < pos):
@@ -174,15 +180,19 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
 
 
 def _end_reasoning_content(buf: str, pos: int, memo: dict) -> tuple | None:
-    # Field 'reasoning_content': watches close of 'reasoning_content' '</think>'.
+    # What _scan_reasoning_content watches, at the end of the stream.
     start = buf.find(REASONING_CONTENT_CLOSE, pos)
-    return None if start < 0 else (start, start + 8, False, "reasoning_content", None)
+    return (
+        None
+        if start < 0
+        else (start, start + REASONING_CONTENT_CLOSE_LENGTH, False, "reasoning_content", None)
+    )
 
 
 def _end_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
-    # Field 'tool_calls': watches close of 'tool_calls' '</invoke>'.
+    # What _scan_tool_calls watches, at the end of the stream.
     start = buf.find(TOOL_CALLS_CLOSE, pos)
-    return None if start < 0 else (start, start + 9, False, "tool_calls", None)
+    return None if start < 0 else (start, start + TOOL_CALLS_CLOSE_LENGTH, False, "tool_calls", None)
 
 
 # One value function per field: its content parser, then its transform.
@@ -225,7 +235,11 @@ class ResponseParser(CompiledParser):
             scan=_scan_outside,
             end_scan=_end_outside,
             runs=(RUN_WHITESPACE,),
-            stems=("</minimax:tool_call>", "<think>", "[e~["),
+            stems=(
+                "</minimax:tool_call>",
+                REASONING_CONTENT_OPEN,
+                "[e~[",
+            ),
             patterns=(
                 TOOL_CALLS_OPEN_RE,
                 CONTENT_CLOSE_WHOLE,
@@ -236,14 +250,14 @@ class ResponseParser(CompiledParser):
             scan=_scan_reasoning_content,
             end_scan=_end_reasoning_content,
             start_char="<",
-            stems=("</think>",),
+            stems=(REASONING_CONTENT_CLOSE,),
         ),
         "tool_calls": State(
             mode="general",
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             start_char="<",
-            stems=("</invoke>",),
+            stems=(TOOL_CALLS_CLOSE,),
             dirty=True,
         ),
     }

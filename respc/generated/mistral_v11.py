@@ -16,7 +16,7 @@ import re
 from respc.runtime.content import content_parser
 from respc.runtime.contract import Field, State
 from respc.runtime.parser import CompiledParser
-from respc.runtime.scan import LazyRegex, scan_literal, scan_literals, scan_pattern
+from respc.runtime.scan import LazyRegex, literal_table, scan_literal, scan_literals, scan_pattern
 from respc.runtime.targets import get_target
 from respc.runtime.transform import resolve_placeholder
 
@@ -51,26 +51,39 @@ TRANSFORMERS_TARGET = "5.24"
 # on first use: importing `regex` costs more than the rest of this module).
 REASONING_CONTENT_OPEN = ("[THINK]", "<think>")
 # One pass at the end of the stream: the leftmost of the list, the longest at one position.
-REASONING_CONTENT_OPEN_ALT = re.compile("|".join(re.escape(literal) for literal in REASONING_CONTENT_OPEN))
+REASONING_CONTENT_OPEN_ALT = re.compile("|".join(map(re.escape, REASONING_CONTENT_OPEN)))
 REASONING_CONTENT_CLOSE = ("[/THINK]", "</think>")
-TOOL_CALLS_OPEN_RE = LazyRegex(
-    r"\[TOOL_CALLS\](?P<name>[^\[\]\s]+)(?:\[CALL_ID\][^\[]*)?\[ARGS\]", stems=("[TOOL_CALLS]",)
-)
 TOOL_CALLS_OPEN_PREFIX = "[TOOL_CALLS]"  # every match starts with this
+TOOL_CALLS_OPEN_PREFIX_LENGTH = len(TOOL_CALLS_OPEN_PREFIX)
+TOOL_CALLS_OPEN_RE = LazyRegex(
+    r"\[TOOL_CALLS\](?P<name>[^\[\]\s]+)(?:\[CALL_ID\][^\[]*)?\[ARGS\]", stems=(TOOL_CALLS_OPEN_PREFIX,)
+)
 TOOL_CALLS_CLOSE_RE = LazyRegex(r"</s>|(?=\[TOOL_CALLS\])")
 CONTENT_CLOSE = "</s>"
+CONTENT_CLOSE_LENGTH = len(CONTENT_CLOSE)
 START_ANCHOR_LITERALS = ("[/TOOL_RESULTS]", "[/INST]")
-START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
+START_ANCHOR_RE = re.compile("|".join(map(re.escape, START_ANCHOR_LITERALS)))
 _OUTSIDE_STARTS = re.compile(r"[<\[]")
-# The literals _scan_reasoning_content watches, found in one pass: longest first at a position, then in watch
-# order (the oracle's tie-break).
-_REASONING_CONTENT_LITERALS = ("[/THINK]", "</think>")
-_REASONING_CONTENT_RE = re.compile("|".join(re.escape(literal) for literal in _REASONING_CONTENT_LITERALS))
-_REASONING_CONTENT_COMMITS = {
-    "[/THINK]": (False, "reasoning_content"),
-    "</think>": (False, "reasoning_content"),
-}
+# The literals _scan_reasoning_content watches, in the order one alternation finds the oracle's tie-break (longest
+# first at a position, then in watch order), and what each commits: (is_open, field).
+_REASONING_CONTENT_LITERALS, _REASONING_CONTENT_COMMITS = literal_table(
+    (REASONING_CONTENT_CLOSE, False, "reasoning_content"),
+)
+_REASONING_CONTENT_RE = re.compile("|".join(map(re.escape, _REASONING_CONTENT_LITERALS)))
 _REASONING_CONTENT_STARTS = re.compile(r"[<\[]")
+
+# End-of-stream scans of a long text (`FAR_SCANS`) look for a literal (or a regex's literal prefix) within
+# the next NEAR characters (delimiters often come in clusters); beyond them, from the first occurrence of
+# its rarest character (`*_RARE`, at `*_RARE_AT` in it) that an occurrence ending past them could have
+# (`*_FAR`), less that character's offset: no occurrence starts before. `str.find` of one character is
+# `memchr`, ten to forty times faster than of a short literal. A literal list's alternation skips the
+# near look (a longer literal could start inside the window and end past it).
+NEAR = 64
+TOOL_CALLS_OPEN_RARE, TOOL_CALLS_OPEN_RARE_AT = "_", 5
+TOOL_CALLS_OPEN_FAR = NEAR - TOOL_CALLS_OPEN_PREFIX_LENGTH + 1 + TOOL_CALLS_OPEN_RARE_AT
+CONTENT_CLOSE_RARE, CONTENT_CLOSE_RARE_AT = "/", 1
+CONTENT_CLOSE_FAR = NEAR - CONTENT_CLOSE_LENGTH + 1 + CONTENT_CLOSE_RARE_AT
+_REASONING_CONTENT_RARE, _REASONING_CONTENT_RARE_AT = "/", 1
 
 # Content parser arguments and transforms the value functions read, as written in the template, and each
 # field's parser, specialised to its arguments when the module is imported.
@@ -99,12 +112,12 @@ def _scan_outside(buf: str, pos: int) -> tuple:
             best = (start, end, True, "reasoning_content", match)
     # open of 'tool_calls'
     # Searched only when a match (or a partial one) could start no later than the best so far: that takes
-    # '[TOOL_CALLS]' starting by then, or the text from there on
+    # TOOL_CALLS_OPEN_PREFIX starting by then, or the text from there on
     # inside it (the end of a partial match).
     if (
         best is None
-        or (len(buf) - best[0] < 12 and buf[best[0] :] in TOOL_CALLS_OPEN_PREFIX)
-        or buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + 12) >= 0
+        or (len(buf) - best[0] < TOOL_CALLS_OPEN_PREFIX_LENGTH and buf[best[0] :] in TOOL_CALLS_OPEN_PREFIX)
+        or buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + TOOL_CALLS_OPEN_PREFIX_LENGTH) >= 0
     ):
         found = scan_pattern(buf, pos, TOOL_CALLS_OPEN_RE, False, recheck=True)
     else:
@@ -117,7 +130,9 @@ def _scan_outside(buf: str, pos: int) -> tuple:
         elif best is None or start < best[0] or (start == best[0] and end > best[1]):
             best = (start, end, True, "tool_calls", match)
     # close of 'content'
-    found = scan_literal(buf, pos, CONTENT_CLOSE, False, None if best is None else best[0] + 4)
+    found = scan_literal(
+        buf, pos, CONTENT_CLOSE, False, None if best is None else best[0] + CONTENT_CLOSE_LENGTH
+    )
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -158,19 +173,10 @@ def _scan_tool_calls(buf: str, pos: int) -> tuple:
 
 # At the end of the stream nothing can grow or be held back: one scan per state gives the delimiter
 # to commit, the leftmost complete match (the longest, then the first watched, on a tie), or None.
-# `memo` keeps, for one pass, where each regex searched without a bound was found (`()`: nowhere after):
-# a match found from an earlier position is still the leftmost one from any later position up to its
-# start, for a pattern whose match does not depend on where the search starts (the others are searched
-# anew each time), so it is searched again only once the pass has moved past it. Literals are found with
-# `str.find` (cheaper than remembering them), except the first one watched in a far scan (its index, -1:
-# nowhere after), and searches bounded by the best candidate so far stay so. Keys are the delimiters'
-# constant names, so a literal's int and a regex's tuple never share one.
 
 
 def _end_outside(buf: str, pos: int) -> tuple | None:
-    # Outside explicit regions, in the implicit field 'content': watches open of 'reasoning_content'
-    # '[THINK]' | '<think>', open of 'tool_calls'
-    # /\[TOOL_CALLS\](?P<name>[^\[\]\s]+)(?:\[CALL_ID\][^\[]*)?\[ARGS\]/, close of 'content' '</s>'.
+    # What _scan_outside watches, at the end of the stream.
     best = None
     # open of 'reasoning_content'
     match = REASONING_CONTENT_OPEN_ALT.search(buf, pos)
@@ -178,11 +184,11 @@ def _end_outside(buf: str, pos: int) -> tuple | None:
     if found is not None:
         best = (found[0], found[1], True, "reasoning_content", None)
     # open of 'tool_calls'
-    # No match can start before the first '[TOOL_CALLS]' (nor matter after the best so far).
+    # No match can start before the first TOOL_CALLS_OPEN_PREFIX (nor matter after the best so far).
     at = (
         buf.find(TOOL_CALLS_OPEN_PREFIX, pos)
         if best is None
-        else buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + 12)
+        else buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + TOOL_CALLS_OPEN_PREFIX_LENGTH)
     )
     found = None if at < 0 else scan_pattern(buf, at, TOOL_CALLS_OPEN_RE, True)
     if found is not None and (
@@ -190,16 +196,21 @@ def _end_outside(buf: str, pos: int) -> tuple | None:
     ):
         best = (found[0], found[1], True, "tool_calls", found[3])
     # close of 'content'
-    start = buf.find(CONTENT_CLOSE, pos) if best is None else buf.find(CONTENT_CLOSE, pos, best[0] + 4)
-    if start >= 0 and (best is None or start < best[0] or (start == best[0] and start + 4 > best[1])):
-        best = (start, start + 4, False, "content", None)
+    start = (
+        buf.find(CONTENT_CLOSE, pos)
+        if best is None
+        else buf.find(CONTENT_CLOSE, pos, best[0] + CONTENT_CLOSE_LENGTH)
+    )
+    if start >= 0 and (
+        best is None or start < best[0] or (start == best[0] and start + CONTENT_CLOSE_LENGTH > best[1])
+    ):
+        best = (start, start + CONTENT_CLOSE_LENGTH, False, "content", None)
     # A zero-width match at the very end commits nothing, as in the streaming scan.
     return best if best is not None and best[0] < len(buf) else None
 
 
 def _end_reasoning_content(buf: str, pos: int) -> tuple | None:
-    # Field 'reasoning_content': watches close of 'reasoning_content' '[/THINK]' | '</think>'.
-    # No memo: the leftmost match is the one committed, so the next scan starts past it anyway.
+    # What _scan_reasoning_content watches, at the end of the stream.
     match = _REASONING_CONTENT_RE.search(buf, pos)
     if match is None:
         return None
@@ -208,7 +219,7 @@ def _end_reasoning_content(buf: str, pos: int) -> tuple | None:
 
 
 def _end_tool_calls(buf: str, pos: int) -> tuple | None:
-    # Field 'tool_calls': watches close of 'tool_calls' /</s>|(?=\[TOOL_CALLS\])/.
+    # What _scan_tool_calls watches, at the end of the stream.
     best = None
     # close of 'tool_calls'
     found = scan_pattern(buf, pos, TOOL_CALLS_CLOSE_RE, True)
@@ -218,18 +229,12 @@ def _end_tool_calls(buf: str, pos: int) -> tuple | None:
     return best if best is not None and best[0] < len(buf) else None
 
 
-# The same scans for a pass over a long text (`FAR_SCANS`). A literal (or a regex's literal prefix) is
-# looked for within the next NEAR characters (delimiters often come in clusters); beyond them it is
-# searched from the first occurrence of its rarest character that an occurrence ending past them could
-# have, less that character's offset in it: no occurrence starts before. `str.find` of one character is
-# `memchr`, ten to forty times faster than of a short literal. A literal list's alternation skips the
-# near look (a longer literal could start inside the window and end past it). A short text keeps the
-# scans above: one call per search is cheaper there.
-NEAR = 64
+# The same scans for a pass over a long text (`FAR_SCANS`), which find literals from their rarest
+# character (see NEAR). A short text keeps the scans above: one call per search is cheaper there.
 
 
 def _far_outside(buf: str, pos: int) -> tuple | None:
-    # _end_outside for a long text: literals are found from their rarest character.
+    # _end_outside for a long text.
     best = None
     # open of 'reasoning_content'
     match = REASONING_CONTENT_OPEN_ALT.search(buf, pos)
@@ -237,16 +242,16 @@ def _far_outside(buf: str, pos: int) -> tuple | None:
     if found is not None:
         best = (found[0], found[1], True, "reasoning_content", None)
     # open of 'tool_calls'
-    # No match can start before the first '[TOOL_CALLS]' (nor matter after the best so far).
+    # No match can start before the first TOOL_CALLS_OPEN_PREFIX (nor matter after the best so far).
     if best is not None:
-        at = buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + 12)
+        at = buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + TOOL_CALLS_OPEN_PREFIX_LENGTH)
     else:
-        # Beyond NEAR: '_' (at 5), its rarest character, found first.
+        # Beyond NEAR: its rarest character ('_') first.
         at = buf.find(TOOL_CALLS_OPEN_PREFIX, pos, pos + NEAR)
         if at < 0:
-            at = buf.find("_", pos + 58)
+            at = buf.find(TOOL_CALLS_OPEN_RARE, pos + TOOL_CALLS_OPEN_FAR)
             if at >= 0:
-                at = buf.find(TOOL_CALLS_OPEN_PREFIX, at - 5)
+                at = buf.find(TOOL_CALLS_OPEN_PREFIX, at - TOOL_CALLS_OPEN_RARE_AT)
     found = None if at < 0 else scan_pattern(buf, at, TOOL_CALLS_OPEN_RE, True)
     if found is not None and (
         best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])
@@ -254,26 +259,27 @@ def _far_outside(buf: str, pos: int) -> tuple | None:
         best = (found[0], found[1], True, "tool_calls", found[3])
     # close of 'content'
     if best is not None:
-        start = buf.find(CONTENT_CLOSE, pos, best[0] + 4)
+        start = buf.find(CONTENT_CLOSE, pos, best[0] + CONTENT_CLOSE_LENGTH)
     else:
-        # Beyond NEAR: '/' (at 1), its rarest character, found first.
+        # Beyond NEAR: its rarest character ('/') first.
         start = buf.find(CONTENT_CLOSE, pos, pos + NEAR)
         if start < 0:
-            start = buf.find("/", pos + 62)
+            start = buf.find(CONTENT_CLOSE_RARE, pos + CONTENT_CLOSE_FAR)
             if start >= 0:
-                start = buf.find(CONTENT_CLOSE, start - 1)
-    if start >= 0 and (best is None or start < best[0] or (start == best[0] and start + 4 > best[1])):
-        best = (start, start + 4, False, "content", None)
+                start = buf.find(CONTENT_CLOSE, start - CONTENT_CLOSE_RARE_AT)
+    if start >= 0 and (
+        best is None or start < best[0] or (start == best[0] and start + CONTENT_CLOSE_LENGTH > best[1])
+    ):
+        best = (start, start + CONTENT_CLOSE_LENGTH, False, "content", None)
     # A zero-width match at the very end commits nothing, as in the streaming scan.
     return best if best is not None and best[0] < len(buf) else None
 
 
 def _far_reasoning_content(buf: str, pos: int) -> tuple | None:
-    # _end_reasoning_content for a long text: literals are found from their rarest character.
-    # No memo: the leftmost match is the one committed, so the next scan starts past it anyway.
-    # '/' (at 1) is the rarest character every literal has: found first.
-    at = buf.find("/", pos + 1)
-    match = None if at < 0 else _REASONING_CONTENT_RE.search(buf, at - 1)
+    # _end_reasoning_content for a long text.
+    # The rarest character every literal has ('/') first.
+    at = buf.find(_REASONING_CONTENT_RARE, pos + _REASONING_CONTENT_RARE_AT)
+    match = None if at < 0 else _REASONING_CONTENT_RE.search(buf, at - _REASONING_CONTENT_RARE_AT)
     if match is None:
         return None
     is_open, field = _REASONING_CONTENT_COMMITS[match.group()]
@@ -320,7 +326,12 @@ class ResponseParser(CompiledParser):
             scan=_scan_outside,
             end_scan=_end_outside,
             starts=_OUTSIDE_STARTS,
-            stems=("[TOOL_CALLS]", "<think>", "[THINK]", "</s>"),
+            stems=(
+                TOOL_CALLS_OPEN_PREFIX,
+                "<think>",
+                "[THINK]",
+                CONTENT_CLOSE,
+            ),
             patterns=(TOOL_CALLS_OPEN_RE,),
         ),
         "reasoning_content": State(
@@ -328,7 +339,10 @@ class ResponseParser(CompiledParser):
             scan=_scan_reasoning_content,
             end_scan=_end_reasoning_content,
             starts=_REASONING_CONTENT_STARTS,
-            stems=("</think>", "[/THINK]"),
+            stems=(
+                "</think>",
+                "[/THINK]",
+            ),
         ),
         "tool_calls": State(
             mode="general",

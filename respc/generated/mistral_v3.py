@@ -14,7 +14,7 @@ import re
 from respc.runtime.content import content_parser
 from respc.runtime.contract import Field, State
 from respc.runtime.parser import CompiledParser
-from respc.runtime.scan import scan_literal
+from respc.runtime.scan import literal_table, scan_literal
 from respc.runtime.targets import get_target
 from respc.runtime.transform import each_scope, resolve_in
 
@@ -42,20 +42,34 @@ TRANSFORMERS_TARGET = "5.24"
 
 # Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL (compiled
 # on first use: importing `regex` costs more than the rest of this module).
+TOOL_CALLS_OPEN = "[TOOL_CALLS]"
 TOOL_CALLS_CLOSE = "</s>"
+TOOL_CALLS_CLOSE_LENGTH = len(TOOL_CALLS_CLOSE)
+CONTENT_CLOSE = "</s>"
 START_ANCHOR_LITERALS = ("[/TOOL_RESULTS]", "[/INST]")
-START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
-# The literals _scan_outside watches, found in one pass: longest first at a position, then in watch
-# order (the oracle's tie-break).
-_OUTSIDE_LITERALS = ("[TOOL_CALLS]", "</s>")
-_OUTSIDE_RE = re.compile("|".join(re.escape(literal) for literal in _OUTSIDE_LITERALS))
-_OUTSIDE_COMMITS = {
-    "[TOOL_CALLS]": (True, "tool_calls"),
-    "</s>": (False, "content"),
-}
-# While streaming, a literal can only be partly there at the end of the buffer: as one of these.
+START_ANCHOR_RE = re.compile("|".join(map(re.escape, START_ANCHOR_LITERALS)))
+# The literals _scan_outside watches, in the order one alternation finds the oracle's tie-break (longest
+# first at a position, then in watch order), and what each commits: (is_open, field).
+_OUTSIDE_LITERALS, _OUTSIDE_COMMITS = literal_table(
+    ((TOOL_CALLS_OPEN,), True, "tool_calls"),
+    ((CONTENT_CLOSE,), False, "content"),
+)
+_OUTSIDE_RE = re.compile("|".join(map(re.escape, _OUTSIDE_LITERALS)))
+# While streaming, a literal can only be partly there at the end of the buffer: as one of these, which
+# start no more than PARTIAL_SPAN characters from it.
 _OUTSIDE_PARTIALS = frozenset(literal[:k] for literal in _OUTSIDE_LITERALS for k in range(1, len(literal)))
+_OUTSIDE_PARTIAL_SPAN = len(_OUTSIDE_LITERALS[0]) - 1
 _OUTSIDE_STARTS = re.compile(r"[<\[]")
+
+# End-of-stream scans of a long text (`FAR_SCANS`) look for a literal (or a regex's literal prefix) within
+# the next NEAR characters (delimiters often come in clusters); beyond them, from the first occurrence of
+# its rarest character (`*_RARE`, at `*_RARE_AT` in it) that an occurrence ending past them could have
+# (`*_FAR`), less that character's offset: no occurrence starts before. `str.find` of one character is
+# `memchr`, ten to forty times faster than of a short literal. A literal list's alternation skips the
+# near look (a longer literal could start inside the window and end past it).
+NEAR = 64
+TOOL_CALLS_CLOSE_RARE, TOOL_CALLS_CLOSE_RARE_AT = "<", 0
+TOOL_CALLS_CLOSE_FAR = NEAR - TOOL_CALLS_CLOSE_LENGTH + 1 + TOOL_CALLS_CLOSE_RARE_AT
 
 # Content parser arguments and transforms the value functions read, as written in the template, and each
 # field's parser, specialised to its arguments when the module is imported.
@@ -71,9 +85,9 @@ def _scan_outside(buf: str, pos: int) -> tuple:
     # Outside explicit regions, in the implicit field 'content': watches open of 'tool_calls'
     # '[TOOL_CALLS]', close of 'content' '</s>'.
     # Only literals: the leftmost complete one (longest, then first watched) from one alternation, and
-    # the leftmost partial one, which can only start in the last 11 characters.
+    # the leftmost partial one, which can only start in the last PARTIAL_SPAN characters.
     hold = len(buf)
-    found = _OUTSIDE_STARTS.search(buf, max(pos, hold - 11))
+    found = _OUTSIDE_STARTS.search(buf, max(pos, hold - _OUTSIDE_PARTIAL_SPAN))
     while found is not None:
         if buf[found.start() :] in _OUTSIDE_PARTIALS:
             hold = found.start()
@@ -101,19 +115,10 @@ def _scan_tool_calls(buf: str, pos: int) -> tuple:
 
 # At the end of the stream nothing can grow or be held back: one scan per state gives the delimiter
 # to commit, the leftmost complete match (the longest, then the first watched, on a tie), or None.
-# `memo` keeps, for one pass, where each regex searched without a bound was found (`()`: nowhere after):
-# a match found from an earlier position is still the leftmost one from any later position up to its
-# start, for a pattern whose match does not depend on where the search starts (the others are searched
-# anew each time), so it is searched again only once the pass has moved past it. Literals are found with
-# `str.find` (cheaper than remembering them), except the first one watched in a far scan (its index, -1:
-# nowhere after), and searches bounded by the best candidate so far stay so. Keys are the delimiters'
-# constant names, so a literal's int and a regex's tuple never share one.
 
 
 def _end_outside(buf: str, pos: int) -> tuple | None:
-    # Outside explicit regions, in the implicit field 'content': watches open of 'tool_calls'
-    # '[TOOL_CALLS]', close of 'content' '</s>'.
-    # No memo: the leftmost match is the one committed, so the next scan starts past it anyway.
+    # What _scan_outside watches, at the end of the stream.
     match = _OUTSIDE_RE.search(buf, pos)
     if match is None:
         return None
@@ -122,30 +127,24 @@ def _end_outside(buf: str, pos: int) -> tuple | None:
 
 
 def _end_tool_calls(buf: str, pos: int) -> tuple | None:
-    # Field 'tool_calls': watches close of 'tool_calls' '</s>'.
+    # What _scan_tool_calls watches, at the end of the stream.
     start = buf.find(TOOL_CALLS_CLOSE, pos)
-    return None if start < 0 else (start, start + 4, False, "tool_calls", None)
+    return None if start < 0 else (start, start + TOOL_CALLS_CLOSE_LENGTH, False, "tool_calls", None)
 
 
-# The same scans for a pass over a long text (`FAR_SCANS`). A literal (or a regex's literal prefix) is
-# looked for within the next NEAR characters (delimiters often come in clusters); beyond them it is
-# searched from the first occurrence of its rarest character that an occurrence ending past them could
-# have, less that character's offset in it: no occurrence starts before. `str.find` of one character is
-# `memchr`, ten to forty times faster than of a short literal. A literal list's alternation skips the
-# near look (a longer literal could start inside the window and end past it). A short text keeps the
-# scans above: one call per search is cheaper there.
-NEAR = 64
+# The same scans for a pass over a long text (`FAR_SCANS`), which find literals from their rarest
+# character (see NEAR). A short text keeps the scans above: one call per search is cheaper there.
 
 
 def _far_tool_calls(buf: str, pos: int) -> tuple | None:
-    # _end_tool_calls for a long text: literals are found from their rarest character.
-    # Beyond NEAR: '<' (at 0), its rarest character, found first.
+    # _end_tool_calls for a long text.
+    # Beyond NEAR: its rarest character ('<') first.
     start = buf.find(TOOL_CALLS_CLOSE, pos, pos + NEAR)
     if start < 0:
-        start = buf.find("<", pos + 61)
+        start = buf.find(TOOL_CALLS_CLOSE_RARE, pos + TOOL_CALLS_CLOSE_FAR)
         if start >= 0:
-            start = buf.find(TOOL_CALLS_CLOSE, start)
-    return None if start < 0 else (start, start + 4, False, "tool_calls", None)
+            start = buf.find(TOOL_CALLS_CLOSE, start - TOOL_CALLS_CLOSE_RARE_AT)
+    return None if start < 0 else (start, start + TOOL_CALLS_CLOSE_LENGTH, False, "tool_calls", None)
 
 
 # One value function per field: its content parser, then its transform.
@@ -183,14 +182,14 @@ class ResponseParser(CompiledParser):
             scan=_scan_outside,
             end_scan=_end_outside,
             starts=_OUTSIDE_STARTS,
-            stems=("[TOOL_CALLS]", "</s>"),
+            stems=_OUTSIDE_LITERALS,
         ),
         "tool_calls": State(
             mode="plain",
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             start_char="<",
-            stems=("</s>",),
+            stems=(TOOL_CALLS_CLOSE,),
             dirty=True,
         ),
     }

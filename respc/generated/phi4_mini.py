@@ -15,7 +15,14 @@ import re
 from respc.runtime.content import content_parser
 from respc.runtime.contract import Field, State
 from respc.runtime.parser import CompiledParser
-from respc.runtime.scan import RUN_WHITESPACE, LazyRegex, lead_reaches, scan_lead, scan_literals
+from respc.runtime.scan import (
+    RUN_WHITESPACE,
+    LazyRegex,
+    lead_reaches,
+    literal_table,
+    scan_lead,
+    scan_literals,
+)
 from respc.runtime.targets import get_target
 from respc.runtime.transform import each_scope, resolve_in
 
@@ -43,35 +50,50 @@ TRANSFORMERS_TARGET = "5.24"
 
 # Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL (compiled
 # on first use: importing `regex` costs more than the rest of this module).
+TOOL_CALLS_OPEN_PREFIX = "functools"  # every match of the rest starts with this
 # /\s*functools(?=\s*\[\s*\{)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 TOOL_CALLS_OPEN_RE = LazyRegex(r"functools(?=\s*\[\s*\{)")
 # The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
 # rechecked with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
-TOOL_CALLS_OPEN_WHOLE = LazyRegex(r"\s*functools(?=\s*\[\s*\{)", stems=("functools",), lead=RUN_WHITESPACE)
-TOOL_CALLS_OPEN_PREFIX = "functools"  # every match of the rest starts with this
+TOOL_CALLS_OPEN_WHOLE = LazyRegex(
+    r"\s*functools(?=\s*\[\s*\{)", stems=(TOOL_CALLS_OPEN_PREFIX,), lead=RUN_WHITESPACE
+)
 TOOL_CALLS_CLOSE = ("<|endoftext|>", "<|end|>")
+CONTENT_CLOSE_PREFIX = "<|end"  # every match of the rest starts with this
+CONTENT_CLOSE_PREFIX_LENGTH = len(CONTENT_CLOSE_PREFIX)
 # /\s*(?:<\|end\|>|<\|endoftext\|>)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"(?:<\|end\|>|<\|endoftext\|>)")
 # The whole pattern: a held partial match grows with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
 CONTENT_CLOSE_WHOLE = LazyRegex(
-    r"\s*(?:<\|end\|>|<\|endoftext\|>)", stems=("<|end|>", "<|endoftext|>"), lead=RUN_WHITESPACE
+    r"\s*(?:<\|end\|>|<\|endoftext\|>)",
+    stems=(
+        "<|end|>",
+        "<|endoftext|>",
+    ),
+    lead=RUN_WHITESPACE,
 )
-CONTENT_CLOSE_PREFIX = "<|end"  # every match of the rest starts with this
 START_ANCHOR_LITERALS = ("<|assistant|>",)
-START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
+START_ANCHOR_RE = re.compile("|".join(map(re.escape, START_ANCHOR_LITERALS)))
 _OUTSIDE_STARTS = re.compile(r"[<f]")
-# The literals _scan_tool_calls watches, found in one pass: longest first at a position, then in watch
-# order (the oracle's tie-break).
-_TOOL_CALLS_LITERALS = ("<|endoftext|>", "<|end|>")
-_TOOL_CALLS_RE = re.compile("|".join(re.escape(literal) for literal in _TOOL_CALLS_LITERALS))
-_TOOL_CALLS_COMMITS = {
-    "<|endoftext|>": (False, "tool_calls"),
-    "<|end|>": (False, "tool_calls"),
-}
+# The literals _scan_tool_calls watches, in the order one alternation finds the oracle's tie-break (longest
+# first at a position, then in watch order), and what each commits: (is_open, field).
+_TOOL_CALLS_LITERALS, _TOOL_CALLS_COMMITS = literal_table(
+    (TOOL_CALLS_CLOSE, False, "tool_calls"),
+)
+_TOOL_CALLS_RE = re.compile("|".join(map(re.escape, _TOOL_CALLS_LITERALS)))
+
+# End-of-stream scans of a long text (`FAR_SCANS`) look for a literal (or a regex's literal prefix) within
+# the next NEAR characters (delimiters often come in clusters); beyond them, from the first occurrence of
+# its rarest character (`*_RARE`, at `*_RARE_AT` in it) that an occurrence ending past them could have
+# (`*_FAR`), less that character's offset: no occurrence starts before. `str.find` of one character is
+# `memchr`, ten to forty times faster than of a short literal. A literal list's alternation skips the
+# near look (a longer literal could start inside the window and end past it).
+NEAR = 64
+_TOOL_CALLS_RARE, _TOOL_CALLS_RARE_AT = "|", 1
 
 # Content parser arguments and transforms the value functions read, as written in the template, and each
 # field's parser, specialised to its arguments when the module is imported.
@@ -99,12 +121,12 @@ def _scan_outside(buf: str, pos: int) -> tuple:
             best = (start, end, True, "tool_calls", match)
     # close of 'content'
     # Searched only when a match (or a partial one) could start no later than the best so far: that takes
-    # '<|end' starting by then, or a run of its lead from there up to it, or the text from there on
+    # CONTENT_CLOSE_PREFIX starting by then, or a run of its lead from there up to it, or the text from there on
     # inside it (the end of a partial match).
     if (
         best is None
-        or (len(buf) - best[0] < 5 and buf[best[0] :] in CONTENT_CLOSE_PREFIX)
-        or buf.find(CONTENT_CLOSE_PREFIX, pos, best[0] + 5) >= 0
+        or (len(buf) - best[0] < CONTENT_CLOSE_PREFIX_LENGTH and buf[best[0] :] in CONTENT_CLOSE_PREFIX)
+        or buf.find(CONTENT_CLOSE_PREFIX, pos, best[0] + CONTENT_CLOSE_PREFIX_LENGTH) >= 0
         or (
             buf[best[0]] in RUN_WHITESPACE
             and lead_reaches(buf, best[0], CONTENT_CLOSE_PREFIX, RUN_WHITESPACE)
@@ -150,13 +172,12 @@ def _scan_tool_calls(buf: str, pos: int) -> tuple:
 
 
 def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
-    # Outside explicit regions, in the implicit field 'content': watches open of 'tool_calls'
-    # /\s*functools(?=\s*\[\s*\{)/, close of 'content' /\s*(?:<\|end\|>|<\|endoftext\|>)/.
+    # What _scan_outside watches, at the end of the stream.
     best = None
     # open of 'tool_calls'
     found = memo.get("TOOL_CALLS_OPEN_RE")
     if found is None or (found and found[0] < pos):
-        # No match can start before the first 'functools'.
+        # No match can start before the first TOOL_CALLS_OPEN_PREFIX.
         at = buf.find(TOOL_CALLS_OPEN_PREFIX, pos)
         found = None if at < 0 else scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, True, at)
         found = memo["TOOL_CALLS_OPEN_RE"] = found or ()
@@ -165,7 +186,7 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     # close of 'content'
     found = memo.get("CONTENT_CLOSE_RE")
     if found is None or (found and found[0] < pos):
-        # No match can start before the first '<|end'.
+        # No match can start before the first CONTENT_CLOSE_PREFIX.
         at = buf.find(CONTENT_CLOSE_PREFIX, pos)
         found = None if at < 0 else scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, True, at)
         found = memo["CONTENT_CLOSE_RE"] = found or ()
@@ -176,7 +197,7 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
 
 
 def _end_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
-    # Field 'tool_calls': watches close of 'tool_calls' '<|end|>' | '<|endoftext|>'.
+    # What _scan_tool_calls watches, at the end of the stream.
     # No memo: the leftmost match is the one committed, so the next scan starts past it anyway.
     match = _TOOL_CALLS_RE.search(buf, pos)
     if match is None:
@@ -185,22 +206,16 @@ def _end_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
     return match.start(), match.end(), is_open, field, None
 
 
-# The same scans for a pass over a long text (`FAR_SCANS`). A literal (or a regex's literal prefix) is
-# looked for within the next NEAR characters (delimiters often come in clusters); beyond them it is
-# searched from the first occurrence of its rarest character that an occurrence ending past them could
-# have, less that character's offset in it: no occurrence starts before. `str.find` of one character is
-# `memchr`, ten to forty times faster than of a short literal. A literal list's alternation skips the
-# near look (a longer literal could start inside the window and end past it). A short text keeps the
-# scans above: one call per search is cheaper there.
-NEAR = 64
+# The same scans for a pass over a long text (`FAR_SCANS`), which find literals from their rarest
+# character (see NEAR). A short text keeps the scans above: one call per search is cheaper there.
 
 
 def _far_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
-    # _end_tool_calls for a long text: literals are found from their rarest character.
+    # _end_tool_calls for a long text.
     # No memo: the leftmost match is the one committed, so the next scan starts past it anyway.
-    # '|' (at 1) is the rarest character every literal has: found first.
-    at = buf.find("|", pos + 1)
-    match = None if at < 0 else _TOOL_CALLS_RE.search(buf, at - 1)
+    # The rarest character every literal has ('|') first.
+    at = buf.find(_TOOL_CALLS_RARE, pos + _TOOL_CALLS_RARE_AT)
+    match = None if at < 0 else _TOOL_CALLS_RE.search(buf, at - _TOOL_CALLS_RARE_AT)
     if match is None:
         return None
     is_open, field = _TOOL_CALLS_COMMITS[match.group()]
@@ -243,7 +258,11 @@ class ResponseParser(CompiledParser):
             end_scan=_end_outside,
             starts=_OUTSIDE_STARTS,
             runs=(RUN_WHITESPACE,),
-            stems=("<|endoftext|>", "functools", "<|end|>"),
+            stems=(
+                "<|endoftext|>",
+                TOOL_CALLS_OPEN_PREFIX,
+                "<|end|>",
+            ),
             patterns=(
                 TOOL_CALLS_OPEN_WHOLE,
                 CONTENT_CLOSE_WHOLE,
@@ -254,7 +273,7 @@ class ResponseParser(CompiledParser):
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             start_char="<",
-            stems=("<|endoftext|>", "<|end|>"),
+            stems=TOOL_CALLS_CLOSE,
             dirty=True,
         ),
     }

@@ -24,6 +24,7 @@ ABI = {
         "LazyRegex",
         "lead_reaches",
         "literal_match",
+        "literal_table",
         "scan_lead",
         "scan_literal",
         "scan_literals",

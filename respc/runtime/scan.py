@@ -311,6 +311,23 @@ def scan_literals(
     return None if start < 0 else (start, len(buf), False, None)
 
 
+def literal_table(*watches: tuple) -> tuple[tuple[str, ...], dict]:
+    """For a state that watches only literals: the order an alternation must try them in to keep the
+    oracle's tie-break at one position (longest first, then in watch order), and what each commits,
+    `{literal: (is_open, field)}` (a literal two delimiters share goes to the first watched). Each watch is
+    `(literals, is_open, field)`; the compiler orders its tables with this function too."""
+    entries = sorted(
+        ((-len(literal), index, literal, is_open, field)
+         for index, (literals, is_open, field) in enumerate(watches)
+         for literal in literals),
+        key=lambda entry: entry[:2],
+    )
+    commits: dict = {}
+    for _, _, literal, is_open, field in entries:
+        commits.setdefault(literal, (is_open, field))
+    return tuple(commits), commits
+
+
 def survives_extension(pattern: Any, buf: str, start: int, end: int, match: Any) -> bool:
     """Whether a complete match of `pattern` over `buf[start:end]`, ending before the buffer's edge, stays
     the same when the stream goes on: re-matched at `start` on the buffer extended by a character that is

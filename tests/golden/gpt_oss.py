@@ -46,18 +46,34 @@ TRANSFORMERS_TARGET = "5.24"
 # Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL (compiled
 # on first use: importing `regex` costs more than the rest of this module).
 THINKING_OPEN = "<|channel|>analysis<|message|>"
+THINKING_OPEN_LENGTH = len(THINKING_OPEN)
 THINKING_CLOSE = "<|end|>"
+THINKING_CLOSE_LENGTH = len(THINKING_CLOSE)
 CONTENT_OPEN = "<|channel|>final<|message|>"
+CONTENT_OPEN_LENGTH = len(CONTENT_OPEN)
 CONTENT_CLOSE = "<|end|>"
+CONTENT_CLOSE_LENGTH = len(CONTENT_CLOSE)
+TOOL_CALLS_OPEN_PREFIX = "<|channel|>commentary to=functions."  # every match starts with this
+TOOL_CALLS_OPEN_PREFIX_LENGTH = len(TOOL_CALLS_OPEN_PREFIX)
 TOOL_CALLS_OPEN_RE = LazyRegex(
     r"<\|channel\|>commentary to=functions\.(?P<name>\w+).*?<\|message\|>",
-    stems=("<|channel|>commentary to=functions.",),
+    stems=(TOOL_CALLS_OPEN_PREFIX,),
     tail=("<\\|channel\\|>commentary to=functions\\.(?P<name>\\w+)", "<|message|>", "", 0),
 )
-TOOL_CALLS_OPEN_PREFIX = "<|channel|>commentary to=functions."  # every match starts with this
 TOOL_CALLS_CLOSE = "<|call|>"
+TOOL_CALLS_CLOSE_LENGTH = len(TOOL_CALLS_CLOSE)
 START_ANCHOR_LITERALS = ("<|start|>assistant",)
-START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
+START_ANCHOR_RE = re.compile("|".join(map(re.escape, START_ANCHOR_LITERALS)))
+
+# End-of-stream scans of a long text (`FAR_SCANS`) look for a literal (or a regex's literal prefix) within
+# the next NEAR characters (delimiters often come in clusters); beyond them, from the first occurrence of
+# its rarest character (`*_RARE`, at `*_RARE_AT` in it) that an occurrence ending past them could have
+# (`*_FAR`), less that character's offset: no occurrence starts before. `str.find` of one character is
+# `memchr`, ten to forty times faster than of a short literal. A literal list's alternation skips the
+# near look (a longer literal could start inside the window and end past it).
+NEAR = 64
+TOOL_CALLS_OPEN_RARE, TOOL_CALLS_OPEN_RARE_AT = "=", 24
+TOOL_CALLS_OPEN_FAR = NEAR - TOOL_CALLS_OPEN_PREFIX_LENGTH + 1 + TOOL_CALLS_OPEN_RARE_AT
 
 # Content parser arguments and transforms the value functions read, as written in the template, and each
 # field's parser, specialised to its arguments when the module is imported.
@@ -85,7 +101,9 @@ def _scan_outside(buf: str, pos: int) -> tuple:
         else:
             best = (start, end, True, "content", match)
     # open of 'thinking'
-    found = scan_literal(buf, pos, THINKING_OPEN, False, None if best is None else best[0] + 30)
+    found = scan_literal(
+        buf, pos, THINKING_OPEN, False, None if best is None else best[0] + THINKING_OPEN_LENGTH
+    )
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -95,12 +113,12 @@ def _scan_outside(buf: str, pos: int) -> tuple:
             best = (start, end, True, "thinking", match)
     # open of 'tool_calls'
     # Searched only when a match (or a partial one) could start no later than the best so far: that takes
-    # '<|channel|>commentary to=functions.' starting by then, or the text from there on
+    # TOOL_CALLS_OPEN_PREFIX starting by then, or the text from there on
     # inside it (the end of a partial match).
     if (
         best is None
-        or (len(buf) - best[0] < 35 and buf[best[0] :] in TOOL_CALLS_OPEN_PREFIX)
-        or buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + 35) >= 0
+        or (len(buf) - best[0] < TOOL_CALLS_OPEN_PREFIX_LENGTH and buf[best[0] :] in TOOL_CALLS_OPEN_PREFIX)
+        or buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + TOOL_CALLS_OPEN_PREFIX_LENGTH) >= 0
     ):
         found = scan_pattern(buf, pos, TOOL_CALLS_OPEN_RE, False, recheck=True)
     else:
@@ -158,34 +176,31 @@ def _scan_tool_calls(buf: str, pos: int) -> tuple:
 
 # At the end of the stream nothing can grow or be held back: one scan per state gives the delimiter
 # to commit, the leftmost complete match (the longest, then the first watched, on a tie), or None.
-# `memo` keeps, for one pass, where each regex searched without a bound was found (`()`: nowhere after):
-# a match found from an earlier position is still the leftmost one from any later position up to its
-# start, for a pattern whose match does not depend on where the search starts (the others are searched
-# anew each time), so it is searched again only once the pass has moved past it. Literals are found with
-# `str.find` (cheaper than remembering them), except the first one watched in a far scan (its index, -1:
-# nowhere after), and searches bounded by the best candidate so far stay so. Keys are the delimiters'
-# constant names, so a literal's int and a regex's tuple never share one.
 
 
 def _end_outside(buf: str, pos: int) -> tuple | None:
-    # Outside explicit regions (no implicit field: text is discarded): watches open of 'content'
-    # '<|channel|>final<|message|>', open of 'thinking' '<|channel|>analysis<|message|>', open of
-    # 'tool_calls' /<\|channel\|>commentary to=functions\.(?P<name>\w+).*?<\|message\|>/.
+    # What _scan_outside watches, at the end of the stream.
     best = None
     # open of 'content'
     start = buf.find(CONTENT_OPEN, pos)
     if start >= 0:
-        best = (start, start + 27, True, "content", None)
+        best = (start, start + CONTENT_OPEN_LENGTH, True, "content", None)
     # open of 'thinking'
-    start = buf.find(THINKING_OPEN, pos) if best is None else buf.find(THINKING_OPEN, pos, best[0] + 30)
-    if start >= 0 and (best is None or start < best[0] or (start == best[0] and start + 30 > best[1])):
-        best = (start, start + 30, True, "thinking", None)
+    start = (
+        buf.find(THINKING_OPEN, pos)
+        if best is None
+        else buf.find(THINKING_OPEN, pos, best[0] + THINKING_OPEN_LENGTH)
+    )
+    if start >= 0 and (
+        best is None or start < best[0] or (start == best[0] and start + THINKING_OPEN_LENGTH > best[1])
+    ):
+        best = (start, start + THINKING_OPEN_LENGTH, True, "thinking", None)
     # open of 'tool_calls'
-    # No match can start before the first '<|channel|>commentary to=functions.' (nor matter after the best so far).
+    # No match can start before the first TOOL_CALLS_OPEN_PREFIX (nor matter after the best so far).
     at = (
         buf.find(TOOL_CALLS_OPEN_PREFIX, pos)
         if best is None
-        else buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + 35)
+        else buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + TOOL_CALLS_OPEN_PREFIX_LENGTH)
     )
     found = None if at < 0 else scan_pattern(buf, at, TOOL_CALLS_OPEN_RE, True)
     if found is not None and (
@@ -197,55 +212,55 @@ def _end_outside(buf: str, pos: int) -> tuple | None:
 
 
 def _end_thinking(buf: str, pos: int) -> tuple | None:
-    # Field 'thinking': watches close of 'thinking' '<|end|>'.
+    # What _scan_thinking watches, at the end of the stream.
     start = buf.find(THINKING_CLOSE, pos)
-    return None if start < 0 else (start, start + 7, False, "thinking", None)
+    return None if start < 0 else (start, start + THINKING_CLOSE_LENGTH, False, "thinking", None)
 
 
 def _end_content(buf: str, pos: int) -> tuple | None:
-    # Field 'content': watches close of 'content' '<|end|>'.
+    # What _scan_content watches, at the end of the stream.
     start = buf.find(CONTENT_CLOSE, pos)
-    return None if start < 0 else (start, start + 7, False, "content", None)
+    return None if start < 0 else (start, start + CONTENT_CLOSE_LENGTH, False, "content", None)
 
 
 def _end_tool_calls(buf: str, pos: int) -> tuple | None:
-    # Field 'tool_calls': watches close of 'tool_calls' '<|call|>'.
+    # What _scan_tool_calls watches, at the end of the stream.
     start = buf.find(TOOL_CALLS_CLOSE, pos)
-    return None if start < 0 else (start, start + 8, False, "tool_calls", None)
+    return None if start < 0 else (start, start + TOOL_CALLS_CLOSE_LENGTH, False, "tool_calls", None)
 
 
-# The same scans for a pass over a long text (`FAR_SCANS`). A literal (or a regex's literal prefix) is
-# looked for within the next NEAR characters (delimiters often come in clusters); beyond them it is
-# searched from the first occurrence of its rarest character that an occurrence ending past them could
-# have, less that character's offset in it: no occurrence starts before. `str.find` of one character is
-# `memchr`, ten to forty times faster than of a short literal. A literal list's alternation skips the
-# near look (a longer literal could start inside the window and end past it). A short text keeps the
-# scans above: one call per search is cheaper there.
-NEAR = 64
+# The same scans for a pass over a long text (`FAR_SCANS`), which find literals from their rarest
+# character (see NEAR). A short text keeps the scans above: one call per search is cheaper there.
 
 
 def _far_outside(buf: str, pos: int) -> tuple | None:
-    # _end_outside for a long text: literals are found from their rarest character.
+    # _end_outside for a long text.
     best = None
     # open of 'content'
     start = buf.find(CONTENT_OPEN, pos)
     if start >= 0:
-        best = (start, start + 27, True, "content", None)
+        best = (start, start + CONTENT_OPEN_LENGTH, True, "content", None)
     # open of 'thinking'
-    start = buf.find(THINKING_OPEN, pos) if best is None else buf.find(THINKING_OPEN, pos, best[0] + 30)
-    if start >= 0 and (best is None or start < best[0] or (start == best[0] and start + 30 > best[1])):
-        best = (start, start + 30, True, "thinking", None)
+    start = (
+        buf.find(THINKING_OPEN, pos)
+        if best is None
+        else buf.find(THINKING_OPEN, pos, best[0] + THINKING_OPEN_LENGTH)
+    )
+    if start >= 0 and (
+        best is None or start < best[0] or (start == best[0] and start + THINKING_OPEN_LENGTH > best[1])
+    ):
+        best = (start, start + THINKING_OPEN_LENGTH, True, "thinking", None)
     # open of 'tool_calls'
-    # No match can start before the first '<|channel|>commentary to=functions.' (nor matter after the best so far).
+    # No match can start before the first TOOL_CALLS_OPEN_PREFIX (nor matter after the best so far).
     if best is not None:
-        at = buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + 35)
+        at = buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + TOOL_CALLS_OPEN_PREFIX_LENGTH)
     else:
-        # Beyond NEAR: '=' (at 24), its rarest character, found first.
+        # Beyond NEAR: its rarest character ('=') first.
         at = buf.find(TOOL_CALLS_OPEN_PREFIX, pos, pos + NEAR)
         if at < 0:
-            at = buf.find("=", pos + 54)
+            at = buf.find(TOOL_CALLS_OPEN_RARE, pos + TOOL_CALLS_OPEN_FAR)
             if at >= 0:
-                at = buf.find(TOOL_CALLS_OPEN_PREFIX, at - 24)
+                at = buf.find(TOOL_CALLS_OPEN_PREFIX, at - TOOL_CALLS_OPEN_RARE_AT)
     found = None if at < 0 else scan_pattern(buf, at, TOOL_CALLS_OPEN_RE, True)
     if found is not None and (
         best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])
@@ -296,24 +311,24 @@ class ResponseParser(CompiledParser):
             end_scan=_end_outside,
             start_char="<",
             stems=(
-                "<|channel|>commentary to=functions.",
-                "<|channel|>analysis<|message|>",
-                "<|channel|>final<|message|>",
+                TOOL_CALLS_OPEN_PREFIX,
+                THINKING_OPEN,
+                CONTENT_OPEN,
             ),
             patterns=(TOOL_CALLS_OPEN_RE,),
         ),
         "thinking": State(
-            mode="plain", scan=_scan_thinking, end_scan=_end_thinking, start_char="<", stems=("<|end|>",)
+            mode="plain", scan=_scan_thinking, end_scan=_end_thinking, start_char="<", stems=(THINKING_CLOSE,)
         ),
         "content": State(
-            mode="plain", scan=_scan_content, end_scan=_end_content, start_char="<", stems=("<|end|>",)
+            mode="plain", scan=_scan_content, end_scan=_end_content, start_char="<", stems=(THINKING_CLOSE,)
         ),
         "tool_calls": State(
             mode="plain",
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             start_char="<",
-            stems=("<|call|>",),
+            stems=(TOOL_CALLS_CLOSE,),
             dirty=True,
         ),
     }

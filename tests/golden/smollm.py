@@ -15,7 +15,7 @@ import re
 from respc.runtime.content import content_parser
 from respc.runtime.contract import Field, State
 from respc.runtime.parser import CompiledParser
-from respc.runtime.scan import scan_literal
+from respc.runtime.scan import literal_table, scan_literal
 from respc.runtime.targets import get_target
 
 TYPE_CHECKING = False  # importing typing would cost more than the rest of the module
@@ -43,21 +43,39 @@ TRANSFORMERS_TARGET = "5.24"
 
 # Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL (compiled
 # on first use: importing `regex` costs more than the rest of this module).
+THINKING_OPEN = "<think>"
 THINKING_CLOSE = "</think>"
+THINKING_CLOSE_LENGTH = len(THINKING_CLOSE)
+TOOL_CALLS_OPEN = "<tool_call>"
 TOOL_CALLS_CLOSE = "</tool_call>"
+TOOL_CALLS_CLOSE_LENGTH = len(TOOL_CALLS_CLOSE)
+CONTENT_CLOSE = "<|im_end|>"
 START_ANCHOR_LITERALS = ("<|im_start|>assistant\n",)
-START_ANCHOR_RE = re.compile("|".join(re.escape(anchor) for anchor in START_ANCHOR_LITERALS))
-# The literals _scan_outside watches, found in one pass: longest first at a position, then in watch
-# order (the oracle's tie-break).
-_OUTSIDE_LITERALS = ("<tool_call>", "<|im_end|>", "<think>")
-_OUTSIDE_RE = re.compile("|".join(re.escape(literal) for literal in _OUTSIDE_LITERALS))
-_OUTSIDE_COMMITS = {
-    "<tool_call>": (True, "tool_calls"),
-    "<|im_end|>": (False, "content"),
-    "<think>": (True, "thinking"),
-}
-# While streaming, a literal can only be partly there at the end of the buffer: as one of these.
+START_ANCHOR_RE = re.compile("|".join(map(re.escape, START_ANCHOR_LITERALS)))
+# The literals _scan_outside watches, in the order one alternation finds the oracle's tie-break (longest
+# first at a position, then in watch order), and what each commits: (is_open, field).
+_OUTSIDE_LITERALS, _OUTSIDE_COMMITS = literal_table(
+    ((THINKING_OPEN,), True, "thinking"),
+    ((TOOL_CALLS_OPEN,), True, "tool_calls"),
+    ((CONTENT_CLOSE,), False, "content"),
+)
+_OUTSIDE_RE = re.compile("|".join(map(re.escape, _OUTSIDE_LITERALS)))
+# While streaming, a literal can only be partly there at the end of the buffer: as one of these, which
+# start no more than PARTIAL_SPAN characters from it.
 _OUTSIDE_PARTIALS = frozenset(literal[:k] for literal in _OUTSIDE_LITERALS for k in range(1, len(literal)))
+_OUTSIDE_PARTIAL_SPAN = len(_OUTSIDE_LITERALS[0]) - 1
+
+# End-of-stream scans of a long text (`FAR_SCANS`) look for a literal (or a regex's literal prefix) within
+# the next NEAR characters (delimiters often come in clusters); beyond them, from the first occurrence of
+# its rarest character (`*_RARE`, at `*_RARE_AT` in it) that an occurrence ending past them could have
+# (`*_FAR`), less that character's offset: no occurrence starts before. `str.find` of one character is
+# `memchr`, ten to forty times faster than of a short literal. A literal list's alternation skips the
+# near look (a longer literal could start inside the window and end past it).
+NEAR = 64
+THINKING_CLOSE_RARE, THINKING_CLOSE_RARE_AT = "/", 1
+THINKING_CLOSE_FAR = NEAR - THINKING_CLOSE_LENGTH + 1 + THINKING_CLOSE_RARE_AT
+TOOL_CALLS_CLOSE_RARE, TOOL_CALLS_CLOSE_RARE_AT = "_", 6
+TOOL_CALLS_CLOSE_FAR = NEAR - TOOL_CALLS_CLOSE_LENGTH + 1 + TOOL_CALLS_CLOSE_RARE_AT
 
 # Content parser arguments and transforms the value functions read, as written in the template, and each
 # field's parser, specialised to its arguments when the module is imported.
@@ -73,9 +91,9 @@ def _scan_outside(buf: str, pos: int) -> tuple:
     # Outside explicit regions, in the implicit field 'content': watches open of 'thinking' '<think>', open
     # of 'tool_calls' '<tool_call>', close of 'content' '<|im_end|>'.
     # Only literals: the leftmost complete one (longest, then first watched) from one alternation, and
-    # the leftmost partial one, which can only start in the last 10 characters.
+    # the leftmost partial one, which can only start in the last PARTIAL_SPAN characters.
     hold = len(buf)
-    at = buf.find("<", max(pos, hold - 10))
+    at = buf.find("<", max(pos, hold - _OUTSIDE_PARTIAL_SPAN))
     while at >= 0:
         if buf[at:] in _OUTSIDE_PARTIALS:
             hold = at
@@ -116,19 +134,10 @@ def _scan_tool_calls(buf: str, pos: int) -> tuple:
 
 # At the end of the stream nothing can grow or be held back: one scan per state gives the delimiter
 # to commit, the leftmost complete match (the longest, then the first watched, on a tie), or None.
-# `memo` keeps, for one pass, where each regex searched without a bound was found (`()`: nowhere after):
-# a match found from an earlier position is still the leftmost one from any later position up to its
-# start, for a pattern whose match does not depend on where the search starts (the others are searched
-# anew each time), so it is searched again only once the pass has moved past it. Literals are found with
-# `str.find` (cheaper than remembering them), except the first one watched in a far scan (its index, -1:
-# nowhere after), and searches bounded by the best candidate so far stay so. Keys are the delimiters'
-# constant names, so a literal's int and a regex's tuple never share one.
 
 
 def _end_outside(buf: str, pos: int) -> tuple | None:
-    # Outside explicit regions, in the implicit field 'content': watches open of 'thinking' '<think>', open
-    # of 'tool_calls' '<tool_call>', close of 'content' '<|im_end|>'.
-    # No memo: the leftmost match is the one committed, so the next scan starts past it anyway.
+    # What _scan_outside watches, at the end of the stream.
     match = _OUTSIDE_RE.search(buf, pos)
     if match is None:
         return None
@@ -137,47 +146,41 @@ def _end_outside(buf: str, pos: int) -> tuple | None:
 
 
 def _end_thinking(buf: str, pos: int) -> tuple | None:
-    # Field 'thinking': watches close of 'thinking' '</think>'.
+    # What _scan_thinking watches, at the end of the stream.
     start = buf.find(THINKING_CLOSE, pos)
-    return None if start < 0 else (start, start + 8, False, "thinking", None)
+    return None if start < 0 else (start, start + THINKING_CLOSE_LENGTH, False, "thinking", None)
 
 
 def _end_tool_calls(buf: str, pos: int) -> tuple | None:
-    # Field 'tool_calls': watches close of 'tool_calls' '</tool_call>'.
+    # What _scan_tool_calls watches, at the end of the stream.
     start = buf.find(TOOL_CALLS_CLOSE, pos)
-    return None if start < 0 else (start, start + 12, False, "tool_calls", None)
+    return None if start < 0 else (start, start + TOOL_CALLS_CLOSE_LENGTH, False, "tool_calls", None)
 
 
-# The same scans for a pass over a long text (`FAR_SCANS`). A literal (or a regex's literal prefix) is
-# looked for within the next NEAR characters (delimiters often come in clusters); beyond them it is
-# searched from the first occurrence of its rarest character that an occurrence ending past them could
-# have, less that character's offset in it: no occurrence starts before. `str.find` of one character is
-# `memchr`, ten to forty times faster than of a short literal. A literal list's alternation skips the
-# near look (a longer literal could start inside the window and end past it). A short text keeps the
-# scans above: one call per search is cheaper there.
-NEAR = 64
+# The same scans for a pass over a long text (`FAR_SCANS`), which find literals from their rarest
+# character (see NEAR). A short text keeps the scans above: one call per search is cheaper there.
 
 
 def _far_thinking(buf: str, pos: int) -> tuple | None:
-    # _end_thinking for a long text: literals are found from their rarest character.
-    # Beyond NEAR: '/' (at 1), its rarest character, found first.
+    # _end_thinking for a long text.
+    # Beyond NEAR: its rarest character ('/') first.
     start = buf.find(THINKING_CLOSE, pos, pos + NEAR)
     if start < 0:
-        start = buf.find("/", pos + 58)
+        start = buf.find(THINKING_CLOSE_RARE, pos + THINKING_CLOSE_FAR)
         if start >= 0:
-            start = buf.find(THINKING_CLOSE, start - 1)
-    return None if start < 0 else (start, start + 8, False, "thinking", None)
+            start = buf.find(THINKING_CLOSE, start - THINKING_CLOSE_RARE_AT)
+    return None if start < 0 else (start, start + THINKING_CLOSE_LENGTH, False, "thinking", None)
 
 
 def _far_tool_calls(buf: str, pos: int) -> tuple | None:
-    # _end_tool_calls for a long text: literals are found from their rarest character.
-    # Beyond NEAR: '_' (at 6), its rarest character, found first.
+    # _end_tool_calls for a long text.
+    # Beyond NEAR: its rarest character ('_') first.
     start = buf.find(TOOL_CALLS_CLOSE, pos, pos + NEAR)
     if start < 0:
-        start = buf.find("_", pos + 59)
+        start = buf.find(TOOL_CALLS_CLOSE_RARE, pos + TOOL_CALLS_CLOSE_FAR)
         if start >= 0:
-            start = buf.find(TOOL_CALLS_CLOSE, start - 6)
-    return None if start < 0 else (start, start + 12, False, "tool_calls", None)
+            start = buf.find(TOOL_CALLS_CLOSE, start - TOOL_CALLS_CLOSE_RARE_AT)
+    return None if start < 0 else (start, start + TOOL_CALLS_CLOSE_LENGTH, False, "tool_calls", None)
 
 
 # One value function per field: its content parser, then its transform.
@@ -208,21 +211,17 @@ class ResponseParser(CompiledParser):
     IMPLICIT = "content"
     STATES: ClassVar[dict] = {
         "content": State(
-            mode="plain",
-            scan=_scan_outside,
-            end_scan=_end_outside,
-            start_char="<",
-            stems=("<tool_call>", "<|im_end|>", "<think>"),
+            mode="plain", scan=_scan_outside, end_scan=_end_outside, start_char="<", stems=_OUTSIDE_LITERALS
         ),
         "thinking": State(
-            mode="plain", scan=_scan_thinking, end_scan=_end_thinking, start_char="<", stems=("</think>",)
+            mode="plain", scan=_scan_thinking, end_scan=_end_thinking, start_char="<", stems=(THINKING_CLOSE,)
         ),
         "tool_calls": State(
             mode="plain",
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             start_char="<",
-            stems=("</tool_call>",),
+            stems=(TOOL_CALLS_CLOSE,),
             dirty=True,
         ),
     }

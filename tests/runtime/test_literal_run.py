@@ -169,8 +169,8 @@ def test_the_templates_take_the_literal_scans() -> None:
         ]
         assert regexes and all(d.literal_run for d in regexes)
     source = respc.generate_source(TEMPLATES[1])
-    assert "literal_match(buf, pos, at, 4, None, RUN_NEWLINE)" in source
-    assert "(at, at + 5, True, None)" in source
+    assert "literal_match(buf, pos, at, ASIDE_CLOSE_PREFIX_LENGTH, None, RUN_NEWLINE)" in source
+    assert "(at, at + CONTENT_CLOSE_PREFIX_LENGTH, True, None)" in source
 
 
 @pytest.mark.parametrize("target", SUPPORTED_TARGETS)

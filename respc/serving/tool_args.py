@@ -330,7 +330,11 @@ def _plain_pair(pair: Any) -> bool:
 
 
 class _Dialect:
-    """The json parser's `string_delims` (one pair) and `unquoted_keys` rewrites, applied as text arrives.
+    """The json parser's `string_delims` (one pair) and `unquoted_keys` rewrites, applied as text arrives:
+    the streaming form of `respc.runtime.content._dialect`, which follows upstream's three passes over a
+    whole body (it must, for their errors and many pairs). One dialect, written twice because a
+    transducer and a whole-text function cannot share their loops: a test holds them to the same JSON
+    under any chunking (tests/serving/test_tool_args.py).
 
     transformers 5.23 quotes bare keys over the whole body, ordinary JSON strings included (quirk Q13),
     and only right after `{` or `,`; 5.24 (`skip_strings`) leaves quoted strings alone and allows

@@ -90,6 +90,8 @@ IDENTS = [
     "__init__",
 ]
 IDENTS += ["__class__", "1abc", "a-b", "a_b", "a b", "A B", "思", "ResponseParser", "parse_response"]
+# the names of derived constants (lengths, rare characters, tables), beside the fields they derive from
+IDENTS += ["x", "x_open", "x_open_length", "x_open_prefix", "x_rare", "near", "release", "outside_literals"]
 
 
 def hostile_template(word: str) -> dict:

@@ -15,10 +15,12 @@ from hypothesis import strategies as st
 from support.compare import SAMPLES, TEMPLATES
 from support.serving import (
     PRESETS,
+    SPACES,
     cases_of,
     check_stream,
     chunked,
     collect_deltas,
+    dialect_objects,
     module_of,
     random_tools,
 )
@@ -443,32 +445,6 @@ def test_a_parameter_its_region_cuts_short_is_a_mismatch() -> None:
     # The parser drops the unterminated parameter; the string already sent cannot be taken back.
     assert caught.value.reason == "mismatch" and caught.value.index == 0 and caught.value.raw.endswith("see ")
     assert caught.value.deltas == [{"reasoning_content": "after"}]
-
-
-SPACES = st.sampled_from(["", "", " ", "  ", "\n"])
-DIALECT_STRINGS = st.sampled_from(
-    ['"Paris"', '"a,b: c"', '"x\\"y,k:1"', '"{q:1}"', "<|Oslo, d: e|>", '"é"', "<|x|>"]
-)
-
-
-@st.composite
-def dialect_values(draw: st.DrawFn, depth: int = 2) -> str:
-    kind = draw(st.sampled_from(["string", "string", "number", "object"] if depth else ["string", "number"]))
-    if kind == "string":
-        return draw(DIALECT_STRINGS)
-    if kind == "number":
-        return draw(st.sampled_from(["1", "-2.5", "true", "null"]))
-    return draw(dialect_objects(depth - 1))
-
-
-@st.composite
-def dialect_objects(draw: st.DrawFn, depth: int = 2) -> str:
-    """A JSON object in the dialect: bare keys (spaced around in places), strings in either delimiter."""
-    members = []
-    for key in draw(st.lists(st.sampled_from(["city", "n", "note", "k_2", "é"]), max_size=3, unique=True)):
-        written = key if draw(st.booleans()) else f'"{key}"'
-        members.append(f"{draw(SPACES)}{written}{draw(SPACES)}:{draw(SPACES)}{draw(dialect_values(depth))}")
-    return "{" + ",".join(members) + draw(SPACES) + "}"
 
 
 @st.composite

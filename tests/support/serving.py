@@ -227,3 +227,30 @@ def random_tools(rng: st.DrawFn, message: dict) -> list[dict]:
                 {"type": "function", "function": {"name": name, "parameters": {"properties": properties}}}
             )
     return tools
+
+
+# JSON bodies in the json parser's dialect (`unquoted_keys`, `string_delims` `<|`/`|>`).
+SPACES = st.sampled_from(["", "", " ", "  ", "\n"])
+DIALECT_STRINGS = st.sampled_from(
+    ['"Paris"', '"a,b: c"', '"x\\"y,k:1"', '"{q:1}"', "<|Oslo, d: e|>", '"é"', "<|x|>"]
+)
+
+
+@st.composite
+def dialect_values(draw: st.DrawFn, depth: int = 2) -> str:
+    kind = draw(st.sampled_from(["string", "string", "number", "object"] if depth else ["string", "number"]))
+    if kind == "string":
+        return draw(DIALECT_STRINGS)
+    if kind == "number":
+        return draw(st.sampled_from(["1", "-2.5", "true", "null"]))
+    return draw(dialect_objects(depth - 1))
+
+
+@st.composite
+def dialect_objects(draw: st.DrawFn, depth: int = 2) -> str:
+    """A JSON object in the dialect: bare keys (spaced around in places), strings in either delimiter."""
+    members = []
+    for key in draw(st.lists(st.sampled_from(["city", "n", "note", "k_2", "é"]), max_size=3, unique=True)):
+        written = key if draw(st.booleans()) else f'"{key}"'
+        members.append(f"{draw(SPACES)}{written}{draw(SPACES)}:{draw(SPACES)}{draw(dialect_values(depth))}")
+    return "{" + ",".join(members) + draw(SPACES) + "}"

@@ -164,6 +164,7 @@ def test_q5_refusal_still_fires_where_both_match_empty_together(target: str) -> 
     for template in (
         t({"c": {"open_pattern": "a?", "close_pattern": "b?"}}),
         t({"c": {"open_pattern": "(?<o>a?)", "close_pattern": "(?<c>)", "transform": "{content}"}}),
+        t({"c": {"open_pattern": "$", "close_pattern": "(?:ab){e<=2}"}}),  # two errors delete it all
     ):
         with pytest.raises(respc.TemplateError, match="quirk Q5"):
             respc.compile_template(template, target=target)
@@ -184,6 +185,15 @@ NOT_HANGING = {
     "flagged close": (t({"c": {"open_pattern": "()", "close_pattern": "(?i)<a>"}}), "x<A>y"),
     "multiline close": (t({"c": {"open_pattern": "()", "close_pattern": "(?m)^<a>"}}), "x\n<a>y"),
     "fuzzy close": (t({"c": {"open_pattern": "()", "close_pattern": "(?:<ab>){s<=1}"}}), "x<ac>y"),
+    # errors that shorten a match (`e`, `d`), but not to nothing: found by the long fuzz run
+    "fuzzy close with an error": (
+        t({"c": {"open_pattern": "(?:\\[/a\\]|$)", "close_pattern": "(?:<a){e<=1}"}}),
+        "x[/a]y<bz[/a]a\n",
+    ),
+    "fuzzy open beside a lookahead close": (
+        t({"c": {"open_pattern": "(?:\\[a\\]){e<=1}", "close_pattern": "(?=z)"}}),
+        "[a]xz[b]z[a",
+    ),
 }
 
 

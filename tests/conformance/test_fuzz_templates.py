@@ -597,7 +597,11 @@ def check_case(case: Case, note: str, target: str) -> None:
         ), f"respc rejects a template the oracle accepts: {respc_error!r}"
         stats["q5"] += 1
         stats["q5_hang"] += _probe_oracle_hang(template, case, target)
-        stats["q5_no_witness"] += not _empty_together_witness(template, case)
+        if not _empty_together_witness(template, case):
+            stats["q5_no_witness"] += 1
+            if LOG:
+                with open(LOG, "a", encoding="utf-8") as log:
+                    log.write(f"q5 refusal without a witness ({target}):\n{template!r}\n\n")
         return
     stats["compiled"] += 1
     tools = TOOLS if case.with_tools else None

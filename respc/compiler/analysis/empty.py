@@ -18,15 +18,15 @@ from respc.compiler.analysis.syntax import is_plain, neutralise_escapes, parse
 __all__ = ["empty_together", "may_match_empty"]
 
 _EMPTY_PROBES = ("", "a", " ", "\n", "<", "0", "x y\nz", "@#!", "é思🙂", "A_1-")
-_CAN_BE_EMPTY = re.compile(r"[*?]|\{0|\{,|\(\?[=!<]|[\^$]|\(\||\|\)|\|\||^\||\|$")  # with escapes neutralised
 _ZERO_WIDTH_ESCAPE = re.compile(r"\\[bBAZzGmM]")
 _ESCAPE = re.compile(r"\\.", re.DOTALL)
 # Group openers whose `?` says nothing of emptiness: non-capturing, flagged, named and atomic groups, and
-# global inline flags (`(?i)`); lookarounds, which can match empty, are left for _CAN_BE_EMPTY to see.
+# global inline flags (`(?i)`); lookarounds are left for _LOOKS_AROUND to see.
 _GROUP_OPENER = re.compile(r"\(\?(?:[a-zA-Z^-]*[:)]|P?<[^\W\d]\w*>|>)")
 _FLAGS = re.compile(r"\(\?[imsx]+[:)]")  # inline flags both parsers read alike
-# Fuzzy constraints that allow errors which shorten a match (any error `e`, or deletions `d`).
-_SHORTENING_FUZZ = re.compile(r"\{[^{}]*[ed][^{}]*\}")
+# What makes an empty match depend on the text around it (with escapes neutralised and group openers
+# read): lookarounds and the anchors `^` and `$` (a `^` that negates a class too, conservatively).
+_LOOKS_AROUND = re.compile(r"\(\?[=!<]|[\^$]")
 _ANYWHERE = "anywhere"  # an empty match whose position nothing in the analysis restricts
 _NEVER = "never"  # the pattern cannot match the empty string
 
@@ -55,14 +55,13 @@ def may_match_empty(pattern: str) -> bool:
             return parse(pattern).getwidth()[0] == 0
         except Exception:
             pass
-    # Syntax Python's parser reads differently (POSIX classes, \p{..}, fuzzy matching...): empty unless
-    # nothing in the pattern can match without consuming a character.
+    # Syntax Python's parser reads differently (POSIX classes, \p{..}, fuzzy matching...). A pattern that
+    # asserts nothing about the text around it (no lookaround, anchor or boundary) matches empty nowhere
+    # if it does not match the empty text: an empty match reads no character, so it is one in any text.
+    # The first probe searched the empty text and found none. (Fuzzy constraints that allow deletions,
+    # `(?:<a>){e<=1}`, can shorten a match, but to nothing only where the probe would see it.)
     structure = _GROUP_OPENER.sub("(", neutralise_escapes(pattern))
-    return bool(
-        _CAN_BE_EMPTY.search(structure)
-        or _SHORTENING_FUZZ.search(structure)
-        or _ZERO_WIDTH_ESCAPE.search(pattern)
-    )
+    return bool(_LOOKS_AROUND.search(structure) or _ZERO_WIDTH_ESCAPE.search(pattern))
 
 
 def _empty_where(items: Any) -> Any:

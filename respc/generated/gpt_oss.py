@@ -381,6 +381,7 @@ class ResponseParser(CompiledParser):
     DEFAULT_KEYS = frozenset(["role"])
     START_ANCHOR = START_ANCHOR_RE
     START_ANCHOR_KIND = "start_anchor"
+    START_ANCHOR_LITERALS = START_ANCHOR_LITERALS
     CONTEXT = 1
     PATTERNS = (TOOL_CALLS_OPEN_RE,)
     FAR_SCANS: ClassVar[dict] = {  # end-of-stream scans for a long text

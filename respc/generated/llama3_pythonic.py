@@ -213,6 +213,7 @@ class ResponseParser(CompiledParser):
     DEFAULT_KEYS = frozenset(["role"])
     START_ANCHOR = START_ANCHOR_RE
     START_ANCHOR_KIND = "start_anchor"
+    START_ANCHOR_LITERALS = START_ANCHOR_LITERALS
     CONTEXT = 1
     PATTERNS = (TOOL_CALLS_OPEN_RE,)
     END_MEMO = True  # the end-of-stream scans take `memo`

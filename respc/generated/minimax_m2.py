@@ -270,6 +270,7 @@ class ResponseParser(CompiledParser):
     DEFAULT_KEYS = frozenset(["role"])
     START_ANCHOR = START_ANCHOR_RE
     START_ANCHOR_KIND = "start_anchor"
+    START_ANCHOR_LITERALS = START_ANCHOR_LITERALS
     CONTEXT = None
     PATTERNS = (TOOL_CALLS_OPEN_RE, CONTENT_CLOSE_RE, CONTENT_CLOSE_WHOLE)
     END_MEMO = True  # the end-of-stream scans take `memo`

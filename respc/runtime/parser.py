@@ -103,10 +103,18 @@ class CompiledParser:
     # than take one end-of-stream pass (the plan's choice, for patterns its analyses do not read).
     WHOLE_BY_STREAM: ClassVar[bool] = False
     _REGEX_STEM_PREFIXES: ClassVar[frozenset[str]] = frozenset()  # set when the class is created
+    # A literal start anchor's literals (None for a pattern, and in modules generated before it was added),
+    # and the same when no literal's end can overlap another's start (`_last_anchor_end`), set when the
+    # class is created.
+    START_ANCHOR_LITERALS: ClassVar[tuple[str, ...] | None] = None
+    _RFIND_ANCHORS: ClassVar[tuple[str, ...] | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         check_contract(cls)
+        literals = cls.__dict__.get("START_ANCHOR_LITERALS")
+        if literals is not None:
+            cls._RFIND_ANCHORS = literals if _overlap_free(literals) else None
         states = cls.__dict__.get("STATES")
         if states:
             # The proper prefixes of regex delimiters' stems that are no literal's: held text that is one
@@ -223,8 +231,18 @@ class CompiledParser:
 
     def _truncate_past_last_anchor(self, prefix: str) -> str:
         last_end = None
-        for match in self.START_ANCHOR.finditer(prefix):
-            last_end = match.end()
+        literals = self._RFIND_ANCHORS
+        if literals is not None and type(prefix) is str:
+            # The end of the last match of the anchors' alternation, without walking every match: the
+            # latest end of any literal's last occurrence, which, as no literal's end can be another's
+            # start, is a match of the alternation (nothing matched before it can have consumed it).
+            for literal in literals:
+                at = prefix.rfind(literal)
+                if at >= 0 and (last_end is None or at + len(literal) > last_end):
+                    last_end = at + len(literal)
+        else:
+            for match in self.START_ANCHOR.finditer(prefix):
+                last_end = match.end()
         if last_end is None:
             import logging  # only needed on this path; keeps importing a parser cheap
 
@@ -1002,3 +1020,11 @@ class CompiledParser:
     def _coerce_tool_calls(self, value: Any) -> Any:
         """Tool-argument coercion as upstream tests call it: returns `value`, cast in place."""
         return coerce_tool_calls(value, self._tools)
+
+
+def _overlap_free(literals: tuple[str, ...]) -> bool:
+    """Whether no literal is empty and none ends with a proper prefix of one (itself included): then the
+    last match of their alternation ends where the latest last occurrence of any of them ends."""
+    if not all(literals):
+        return False
+    return not any(a[k:] == b[: len(a) - k] for a in literals for b in literals for k in range(1, len(a)))

@@ -317,9 +317,11 @@ def literal_table(*watches: tuple) -> tuple[tuple[str, ...], dict]:
     `{literal: (is_open, field)}` (a literal two delimiters share goes to the first watched). Each watch is
     `(literals, is_open, field)`; the compiler orders its tables with this function too."""
     entries = sorted(
-        ((-len(literal), index, literal, is_open, field)
-         for index, (literals, is_open, field) in enumerate(watches)
-         for literal in literals),
+        (
+            (-len(literal), index, literal, is_open, field)
+            for index, (literals, is_open, field) in enumerate(watches)
+            for literal in literals
+        ),
         key=lambda entry: entry[:2],
     )
     commits: dict = {}

@@ -234,6 +234,7 @@ class ResponseParser(CompiledParser):
     DEFAULT_KEYS = frozenset(["role"])
     START_ANCHOR = START_ANCHOR_RE
     START_ANCHOR_KIND = "start_anchor"
+    START_ANCHOR_LITERALS = START_ANCHOR_LITERALS
     CONTEXT = 0
     PATTERNS = ()
     FAR_SCANS: ClassVar[dict] = {  # end-of-stream scans for a long text

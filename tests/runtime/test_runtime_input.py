@@ -12,6 +12,8 @@ import tracemalloc
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from support.compare import TEMPLATES, assert_same, oracle_parse, oracle_stream, respc_parse, respc_stream
 from support.oracles import stream_trace
 
@@ -250,3 +252,22 @@ def test_a_million_tiny_chunks(template: dict) -> None:
     message, count = _events_summary(respc.ResponseParser(template, ""), text)
     assert message == expected
     assert count > len(text) // 2  # streaming really happened chunk by chunk
+
+
+@settings(max_examples=250, deadline=None, derandomize=True)
+@given(
+    anchors=st.lists(st.text("ab<", min_size=1, max_size=3), min_size=1, max_size=3, unique=True),
+    prefix=st.text("ab<>x", max_size=14),
+)
+def test_the_last_literal_anchor_is_found_as_upstream_finds_it(anchors: list[str], prefix: str) -> None:
+    """Literal anchors that cannot overlap are found from their last occurrences (`rfind`) instead of every
+    match of their alternation; overlapping ones (`aa`, or `ab` beside `b<`) keep the walk. Either way the
+    remainder, and so the first events and the message, are upstream's."""
+    template = {"start_anchor": anchors, "fields": {"t": {"open": "<", "close": ">"}, "c": {}}}
+    text = "x>y<z"
+    assert_same(
+        respc_stream(template, prefix, [text]),
+        oracle_stream(template, prefix, [text]),
+        template,
+        repr(prefix),
+    )

@@ -58,6 +58,7 @@ PREFIX_REQUIRED = (
 
 _find = str.find
 _COALESCE = 512  # parts of a region (or pieces of a held run) joined into one block at a time
+_REMAINDER_LIMIT = 256  # the longest remainder whose state after the prefix pass is kept
 _FAR_TEXT = 1024  # characters from which an end-of-stream pass takes the class's FAR_SCANS
 _REST = 256  # the longest text left after a commit that `_rest_hold` looks at
 _SIZED = (list, dict, str)  # values the oracle drops from the message when empty (None always)
@@ -108,10 +109,12 @@ class CompiledParser:
     # class is created.
     START_ANCHOR_LITERALS: ClassVar[tuple[str, ...] | None] = None
     _RFIND_ANCHORS: ClassVar[tuple[str, ...] | None] = None
+    _AFTER_PREFIX: ClassVar[dict[str, tuple]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         check_contract(cls)
+        cls._AFTER_PREFIX = {}  # (`_remember_prefix`; each class its own)
         literals = cls.__dict__.get("START_ANCHOR_LITERALS")
         if literals is not None:
             cls._RFIND_ANCHORS = literals if _overlap_free(literals) else None
@@ -180,6 +183,9 @@ class CompiledParser:
 
     def _start(self, remainder: str, tools: dict[str, dict], keep_errors: bool) -> None:
         """The state right after construction: `remainder` is the prefix past its last start anchor."""
+        if remainder and (known := self._AFTER_PREFIX.get(remainder)) is not None:
+            self._resume(known, remainder, tools, keep_errors)
+            return
         # 27 attributes here, and `feed` once a fast mode is installed: CPython shares one key table among
         # instances of up to 30 attributes, and a 30th made creating a parser and reading its attributes
         # slower (a whole-message parse +15%).
@@ -201,6 +207,44 @@ class CompiledParser:
             self._buf = remainder
             self._process(self.initial_events, False)
             self._trim()
+            self._remember_prefix(remainder)
+
+    # The state right after the prefix pass, by remainder, for remainders that only open regions and route
+    # text (a generation prompt's `<think>\n`): the same remainder gives the same state, so a server's
+    # thousandth parser for one prompt shape copies it instead of running the pass. A remainder that closes
+    # a region is not kept (its value may depend on `tools`, or fail), nor a long one (a prompt without the
+    # anchor is all remainder). A few shapes per template at most.
+    _AFTER_PREFIX_LIMIT = 32
+
+    def _remember_prefix(self, remainder: str) -> None:
+        memo = self._AFTER_PREFIX
+        if (
+            len(memo) >= self._AFTER_PREFIX_LIMIT
+            or len(remainder) > _REMAINDER_LIMIT
+            or "feed" in self.__dict__
+        ):
+            return
+        if any(event["type"] not in ("region_open", "region_chunk") for event in self.initial_events):
+            return
+        state = dict(self.__dict__)  # (the containers copied: this parser goes on changing its own)
+        state["_captures"], state["_parts"] = dict(self._captures), list(self._parts)
+        state["_run_pieces"] = list(self._run_pieces)
+        memo[remainder] = (state, tuple(dict(event) for event in self.initial_events))
+
+    def _resume(self, known: tuple, remainder: str, tools: dict, keep_errors: bool) -> None:
+        """The state `_remember_prefix` kept, with fresh copies of what a parse changes in place, set in
+        `_start`'s order (instances whose attributes arrive in one order share one key table)."""
+        state, events = known
+        fresh = dict(state)
+        fresh["_remainder"] = remainder
+        fresh["_tools"] = tools
+        fresh["errors"] = [] if keep_errors else None
+        fresh["_output"] = self.defaults()
+        fresh["_captures"] = dict(state["_captures"])
+        fresh["_parts"] = list(state["_parts"])
+        fresh["_run_pieces"] = list(state["_run_pieces"])
+        fresh["initial_events"] = [dict(event) for event in events]
+        self.__dict__.update(fresh)
 
     # -- read-only accessors (what the serving layer uses) -------------------------------------------
 

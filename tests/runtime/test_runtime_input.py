@@ -271,3 +271,33 @@ def test_the_last_literal_anchor_is_found_as_upstream_finds_it(anchors: list[str
         template,
         repr(prefix),
     )
+
+
+# Generation prompts whose text past the anchor opens a region: the parser's state after them is kept by
+# remainder and copied into the next parser (`_remember_prefix`).
+OPENING_PROMPTS = {
+    "minimax_m2": "]~b]ai\n<think>\n",
+    "step3": "<|BOT|>assistant\n<think>\n",
+    "seed_oss": "<seed:bos>assistant\n<seed:think><seed:cot_budget_reflect>",
+    "gemma4": "<start_of_turn>model\n<|channel>thought\n<channel|>",
+}
+
+
+@pytest.mark.parametrize("preset", list(OPENING_PROMPTS))
+def test_parsers_for_one_prompt_shape_start_alike_and_apart(preset: str) -> None:
+    """The second parser for a prompt shape starts from the first one's kept state: the same events and
+    message as upstream, whatever the first parser did since, and nothing shared between the two."""
+    module = respc.load_preset(preset)
+    template, prompt, text = module.TEMPLATE, "system: hi\n" + OPENING_PROMPTS[preset], "more</think>done"
+    first = module.ResponseParser(prompt, errors="keep")
+    assert first.initial_events, "the prompt should open a region"
+    first.initial_events[0]["field"] = "changed"
+    first.feed("mutated</think>after")
+    first.finalize()
+    for tools in (None, [{"type": "function", "function": {"name": "f", "parameters": {}}}]):
+        ours = stream_trace(lambda t=tools: module.ResponseParser(prompt, tools=t), ["mo", "re</th", "ink>done"])
+        theirs = oracle_stream(template, prompt, ["mo", "re</th", "ink>done"], tools)
+        assert_same(ours, theirs, template, f"{preset} with tools={tools}")
+    kept = module.ResponseParser(prompt, errors="keep")
+    assert kept.errors == [] and kept.initial_events[0]["field"] != "changed"
+    assert respc_parse(template, text, prompt) == oracle_parse(template, text, prompt)

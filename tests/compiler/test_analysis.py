@@ -203,6 +203,8 @@ def test_empty_matches_of_known_patterns() -> None:
     # fuzzy matching: errors can delete a match to nothing only where it is short enough
     assert not may_match_empty(r"(?:<a){e<=1}") and may_match_empty(r"(?:<a){e<=2}")
     assert may_match_empty(r"(?:<a){e<=1}|$")  # and an anchor beside it keeps the answer conservative
+    # a match that depends on its own history can be empty in "qb" and not in "" (found by review)
+    assert may_match_empty(r"(?>(?>(q)|)(?(1)c|)()|)(?(2)z|)")
     assert empty_together(r"(?:^|x)", r"$")  # both empty at the start of an empty line: refused
     assert not empty_together(r"(?=z)", r"$")  # never at one position: accepted
     assert not empty_together(r"\Z", r"\Z")  # only at the very end, where nothing is committed

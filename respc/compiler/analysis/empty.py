@@ -27,6 +27,12 @@ _FLAGS = re.compile(r"\(\?[imsx]+[:)]")  # inline flags both parsers read alike
 # What makes an empty match depend on the text around it (with escapes neutralised and group openers
 # read): lookarounds and the anchors `^` and `$` (a `^` that negates a class too, conservatively).
 _LOOKS_AROUND = re.compile(r"\(\?[=!<]|[\^$]")
+# What lets a match depend on its own history (on the raw pattern, escapes included): conditionals, atomic
+# groups, possessive quantifiers, backtracking verbs and backreferences.
+_CONTROL = re.compile(r"\(\?\(|\(\?>|[*+?}]\+|\(\*|\\[1-9gk]|\(\?P=|\(\?&|\(\?R|\(\?[0-9+-]")
+_CAN_BE_EMPTY = re.compile(r"[*?]|\{0|\{,|\(\?[=!<]|[\^$]|\(\||\|\)|\|\||^\||\|$")  # with escapes neutralised
+# Fuzzy constraints that allow errors which shorten a match (any error `e`, or deletions `d`).
+_SHORTENING_FUZZ = re.compile(r"\{[^{}]*[ed][^{}]*\}")
 _ANYWHERE = "anywhere"  # an empty match whose position nothing in the analysis restricts
 _NEVER = "never"  # the pattern cannot match the empty string
 
@@ -60,6 +66,17 @@ def may_match_empty(pattern: str) -> bool:
     # if it does not match the empty text: an empty match reads no character, so it is one in any text.
     # The first probe searched the empty text and found none. (Fuzzy constraints that allow deletions,
     # `(?:<a>){e<=1}`, can shorten a match, but to nothing only where the probe would see it.)
+    # Where a match depends on what happened earlier in it (conditionals, backreferences, atomic and
+    # possessive parts, verbs), an empty match can need text around it that the empty text lacks
+    # (`(?>(?>(q)|)(?(1)c|)()|)(?(2)z|)` matches empty in "qb" only): for those, empty unless nothing in
+    # the pattern can match without consuming a character.
+    if _CONTROL.search(pattern):
+        structure = _GROUP_OPENER.sub("(", neutralise_escapes(pattern))
+        return bool(
+            _CAN_BE_EMPTY.search(structure)
+            or _SHORTENING_FUZZ.search(structure)
+            or _ZERO_WIDTH_ESCAPE.search(pattern)
+        )
     structure = _GROUP_OPENER.sub("(", neutralise_escapes(pattern))
     return bool(_LOOKS_AROUND.search(structure) or _ZERO_WIDTH_ESCAPE.search(pattern))
 

@@ -1,5 +1,6 @@
 """The fixed costs around parsing: importing a generated module, compiling a template (black
-included), and the peak memory of streaming a 1M-character response. Measured, never asserted:
+included), creating a parser with a prompt, and the peak memory of streaming a 1M-character response.
+Measured, never asserted:
 
     python -m pytest benchmarks/test_costs.py --benchmark-only
 """
@@ -12,6 +13,7 @@ import sys
 import tracemalloc
 
 import pytest
+from preset_speed import samples
 from workloads import SHAPES, chunks_of, response, template
 
 import respc
@@ -83,3 +85,37 @@ def test_peak_memory_streaming_1m(benchmark, shape: str) -> None:
         shape=shape, peak_bytes=peak, text_bytes=sys.getsizeof(text), ratio=peak / len(text)
     )
     benchmark.pedantic(lambda: None, rounds=1, iterations=1)
+
+
+# A parser created with a preset's prompt and never fed (a request cancelled at once): finding the last
+# start anchor, and the prefix pass over what follows it. The prompts are the presets' own samples':
+# one whose generation prompt opens a region (`<think>\n`, kept per class after the first parser) and
+# one that leaves nothing after the anchor.
+CREATED = {"minimax_m2": "opening", "step3": "opening", "qwen3": "plain", "gpt_oss": "plain"}
+
+
+def _prompt(preset: str, kind: str) -> str:
+    parser_class = respc.load_preset(preset).ResponseParser
+    for sample in samples(preset):
+        prefix = sample.get("prefix") or ""
+        opens = bool(prefix) and bool(parser_class(prefix).initial_events)
+        if prefix and opens == (kind == "opening"):
+            return prefix
+    raise AssertionError(f"{preset} has no {kind} prompt among its samples")
+
+
+@pytest.mark.parametrize("side", ["respc", "transformers"])
+@pytest.mark.parametrize("preset", sorted(CREATED))
+def test_create_parser(benchmark, preset: str, side: str) -> None:
+    from transformers.utils.chat_parsing import ResponseParser
+
+    module = respc.load_preset(preset)
+    prompt = _prompt(preset, CREATED[preset])
+    if side == "respc":
+        create = lambda: module.ResponseParser(prompt)  # noqa: E731
+    else:
+        create = lambda: ResponseParser(module.TEMPLATE, prefix=prompt)  # noqa: E731
+    create()
+    benchmark.group = f"create a parser with its prompt: {preset} ({CREATED[preset]})"
+    benchmark.extra_info.update(preset=preset, side=side, prompt_chars=len(prompt))
+    benchmark(create)

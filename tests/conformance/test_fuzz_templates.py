@@ -487,11 +487,27 @@ def _probe_oracle_hang(template: dict, case: Case, target: str) -> bool:
     return False
 
 
+_PATTERN_KEYS = ("open_pattern", "close_pattern")
+# An escape (its character kept), else syntax (dropped): group openers, quantifiers, anchors, alternation.
+_SPELLING = regex.compile(r"\\(.)|\(\?(?:[=!:]|<[=!]|P?<\w+>)|[()?*+|^$]|\{[^}]*\}", regex.DOTALL)
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r"}
+
+
+def _spelled(pattern: Any) -> str:
+    r"""The literal characters of a pattern, its syntax dropped and escapes read (`(?=\]\|)` → "]|")."""
+    if not isinstance(pattern, str):
+        return ""
+    return _SPELLING.sub(lambda m: _ESCAPES.get(m[1], m[1]) if m[1] else "", pattern)
+
+
 def _empty_together_witness(template: dict, case: Case) -> bool:
     """Whether some field's open and close both match the empty string at one position of a drawn text (or
     of a few others): what makes a refusal as hanging (quirk Q5) certain. Refusals without one are
     counted (`q5_no_witness`): that is where a refusal of what cannot loop (issue #32, class 8) shows."""
     texts = [*case.texts, "", "\n", "x", "a\nb", " z"]
+    # and the text the delimiters spell (`(?=\]\|)` spells "]|"): what a lookahead waits for
+    spelled = [_spelled(f.get(key)) for f in template["fields"].values() for key in _PATTERN_KEYS]
+    texts += [text for text in spelled if text]
     for field in template["fields"].values():
         if not {"open_pattern", "close_pattern"} <= set(field):
             continue

@@ -89,7 +89,7 @@ def test_peak_memory_streaming_1m(benchmark, shape: str) -> None:
 
 # A parser created with a preset's prompt and never fed (a request cancelled at once): finding the last
 # start anchor, and the prefix pass over what follows it. The prompts are the presets' own samples':
-# one whose generation prompt opens a region (`<think>\n`, kept per class after the first parser) and
+# one whose generation prompt opens a region (`<think>\n`) and
 # one that leaves nothing after the anchor.
 CREATED = {"minimax_m2": "opening", "step3": "opening", "qwen3": "plain", "gpt_oss": "plain"}
 

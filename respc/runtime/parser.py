@@ -58,7 +58,6 @@ PREFIX_REQUIRED = (
 
 _find = str.find
 _COALESCE = 512  # parts of a region (or pieces of a held run) joined into one block at a time
-_REMAINDER_LIMIT = 256  # the longest remainder whose state after the prefix pass is kept
 _FAR_TEXT = 1024  # characters from which an end-of-stream pass takes the class's FAR_SCANS
 _REST = 256  # the longest text left after a commit that `_rest_hold` looks at
 _SIZED = (list, dict, str)  # values the oracle drops from the message when empty (None always)
@@ -109,12 +108,10 @@ class CompiledParser:
     # class is created.
     START_ANCHOR_LITERALS: ClassVar[tuple[str, ...] | None] = None
     _RFIND_ANCHORS: ClassVar[tuple[str, ...] | None] = None
-    _AFTER_PREFIX: ClassVar[dict[str, tuple]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         check_contract(cls)
-        cls._AFTER_PREFIX = {}  # (`_remember_prefix`; each class its own)
         if "START_ANCHOR" in cls.__dict__ or "START_ANCHOR_LITERALS" in cls.__dict__:
             literals = cls.__dict__.get("START_ANCHOR_LITERALS")  # (a subclass's anchor, not its parent's)
             cls._RFIND_ANCHORS = literals if literals is not None and _overlap_free(literals) else None
@@ -183,13 +180,9 @@ class CompiledParser:
 
     def _start(self, remainder: str, tools: dict[str, dict], keep_errors: bool) -> None:
         """The state right after construction: `remainder` is the prefix past its last start anchor."""
-        known = self._AFTER_PREFIX.get(remainder) if remainder else None
-        if known:
-            self._resume(known, remainder, tools, keep_errors)
-            return
         # 27 attributes here, and `feed` once a fast mode is installed: CPython shares one key table among
         # instances of up to 30 attributes, and a 30th made creating a parser and reading its attributes
-        # slower (a whole-message parse +15%). `_resume` sets the same ones in the same order.
+        # slower (a whole-message parse +15%).
         self._remainder = remainder  # what `restart` replays (not the whole prompt)
         self._tools = tools
         # errors="keep": a region that fails to parse is reported here instead of raising (not upstream).
@@ -208,103 +201,6 @@ class CompiledParser:
             self._buf = remainder
             self._process(self.initial_events, False)
             self._trim()
-            if known is None:
-                self._remember_prefix(remainder)
-
-    # The state right after the prefix pass, by remainder, for remainders that only open regions and route
-    # text (a generation prompt's `<think>\n`): the same remainder gives the same state, so a server's
-    # thousandth parser for one prompt shape copies it instead of running the pass. A remainder that closes
-    # a region is not kept (its value may depend on `tools`, or fail; it is remembered as `()`, not to ask
-    # again), nor a long one (a prompt without the anchor is all remainder). A few shapes per template.
-    _AFTER_PREFIX_LIMIT = 32
-
-    def _remember_prefix(self, remainder: str) -> None:
-        memo = self._AFTER_PREFIX
-        if len(memo) >= self._AFTER_PREFIX_LIMIT or len(remainder) > _REMAINDER_LIMIT:
-            return
-        if (
-            "feed" in self.__dict__
-            or self._run_pieces
-            or self._run_pieces_limit != _COALESCE
-            or any(event["type"] not in ("region_open", "region_chunk") for event in self.initial_events)
-        ):
-            memo[remainder] = ()
-            return
-        # What the pass may have changed, in `_start`'s order; the containers copied, for this parser goes
-        # on changing its own (and `_output`, `_tools` and `errors` are not kept: they are per request).
-        memo[remainder] = (
-            self._buf,
-            self._pos,
-            self._held,
-            self._held_pattern,
-            self._current,
-            self._scan,
-            self._end_scan,
-            self._start_char,
-            self._run,
-            self._dirty,
-            self._stems,
-            self._stem_prefixes,
-            self._patterns,
-            dict(self._captures),
-            list(self._parts),
-            self._parts_limit,
-            self._opened,
-            self._empty_open,
-            tuple(dict(event) for event in self.initial_events),
-        )
-
-    def _resume(self, known: tuple, remainder: str, tools: dict, keep_errors: bool) -> None:
-        """The state `_remember_prefix` kept, with fresh copies of what a parse changes in place, set as
-        `_start` sets it: the same attributes in the same order, so the instance keeps the class's shared
-        key table (a dict filled otherwise is three times larger and slower to read)."""
-        (
-            buf,
-            pos,
-            held,
-            held_pattern,
-            current,
-            scan,
-            end_scan,
-            start_char,
-            run,
-            dirty,
-            stems,
-            stem_prefixes,
-            patterns,
-            captures,
-            parts,
-            parts_limit,
-            opened,
-            empty_open,
-            events,
-        ) = known
-        self._remainder = remainder
-        self._tools = tools
-        self.errors = [] if keep_errors else None
-        self._buf = buf
-        self._pos = pos
-        self._output = self.defaults()
-        self._finalized = False
-        self._run_pieces = []
-        self._run_pieces_limit = _COALESCE
-        self._held = held
-        self._held_pattern = held_pattern
-        self._current = current
-        self._scan = scan
-        self._end_scan = end_scan
-        self._start_char = start_char
-        self._run = run
-        self._dirty = dirty
-        self._stems = stems
-        self._stem_prefixes = stem_prefixes
-        self._patterns = patterns
-        self._captures = dict(captures)
-        self._parts = list(parts)
-        self._parts_limit = parts_limit
-        self._opened = opened
-        self._empty_open = empty_open
-        self.initial_events = [dict(event) for event in events]
 
     # -- read-only accessors (what the serving layer uses) -------------------------------------------
 

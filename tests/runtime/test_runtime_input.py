@@ -8,7 +8,6 @@ one-shot parse, and memory must stay a small multiple of the input.
 
 from __future__ import annotations
 
-import sys
 import tracemalloc
 from typing import Any
 
@@ -272,54 +271,3 @@ def test_the_last_literal_anchor_is_found_as_upstream_finds_it(anchors: list[str
         template,
         repr(prefix),
     )
-
-
-# Generation prompts whose text past the anchor opens a region: the parser's state after them is kept by
-# remainder and copied into the next parser (`_remember_prefix`).
-OPENING_PROMPTS = {
-    "minimax_m2": "]~b]ai\n<think>\n",
-    "step3": "<|BOT|>assistant\n<think>\n",
-    "seed_oss": "<seed:bos>assistant\n<seed:think><seed:cot_budget_reflect>",
-    "gemma4": "<|turn>model\n<|channel>thought\n",
-}
-
-
-@pytest.mark.parametrize("preset", list(OPENING_PROMPTS))
-def test_parsers_for_one_prompt_shape_start_alike_and_apart(preset: str) -> None:
-    """The second parser for a prompt shape starts from the first one's kept state: the same events and
-    message as upstream, whatever the first parser did since, and nothing shared between the two."""
-    module = respc.load_preset(preset)
-    template, prompt, text = module.TEMPLATE, "system: hi\n" + OPENING_PROMPTS[preset], "more</think>done"
-    first = module.ResponseParser(prompt, errors="keep")
-    assert first.initial_events, "the prompt should open a region"
-    first.initial_events[0]["field"] = "changed"
-    first.feed("mutated</think>after")
-    first.finalize()
-    for tools in (None, [{"type": "function", "function": {"name": "f", "parameters": {}}}]):
-        ours = stream_trace(
-            lambda t=tools: module.ResponseParser(prompt, tools=t), ["mo", "re</th", "ink>done"]
-        )
-        theirs = oracle_stream(template, prompt, ["mo", "re</th", "ink>done"], tools)
-        assert_same(ours, theirs, template, f"{preset} with tools={tools}")
-    kept = module.ResponseParser(prompt, errors="keep")
-    assert kept.errors == [] and kept.initial_events[0]["field"] != "changed"
-    assert respc_parse(template, text, prompt) == oracle_parse(template, text, prompt)
-
-
-@pytest.mark.parametrize("preset", list(OPENING_PROMPTS))
-def test_a_parser_resumed_from_a_kept_state_is_the_parser_the_pass_makes(
-    preset: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The same attributes, in the same order (so the instance keeps the class's shared key table), with
-    the same values, as a parser whose prefix pass ran; and the state was kept (else the test above would
-    test nothing)."""
-    parser_class = respc.load_preset(preset).ResponseParser
-    prompt = "system: hi\n" + OPENING_PROMPTS[preset]
-    parser_class(prompt)
-    resumed = parser_class(prompt)
-    assert parser_class._AFTER_PREFIX.get(resumed._remainder), "the state after this prompt was not kept"
-    monkeypatch.setattr(parser_class, "_AFTER_PREFIX", {})
-    passed = parser_class(prompt)
-    assert sys.getsizeof(vars(resumed)) == sys.getsizeof(vars(passed))  # (a dict of its own: 3x larger)
-    assert list(vars(resumed)) == list(vars(passed))
-    assert vars(resumed) == vars(passed)

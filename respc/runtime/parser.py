@@ -9,8 +9,10 @@ region bodies as lists of parts, so every feed costs O(chunk + held text).
 
 A feed is handled by the parser's current mode. The general mode is the class's `feed`; after each of
 its passes `_settle` installs the next feed's mode on the instance (`self.feed`), so dispatch costs no
-extra call. Each fast mode answers the chunks it can without a pass, exactly as the pass would, and
-hands every other chunk to the general mode:
+extra call, and names it in `_mode`. A caller may hold a bound `feed` across feeds (`f = parser.feed`,
+`map(parser.feed, chunks)`), so each fast mode first checks that it is still the installed one and
+otherwise takes the general mode, which is right in every state. Each fast mode answers the chunks it
+can without a pass, exactly as the pass would, and hands every other chunk to the general mode:
 
 | mode | installed when | a chunk it takes |
 |---|---|---|
@@ -61,15 +63,9 @@ _COALESCE = 512  # parts of a region (or pieces of a held run) joined into one b
 _FAR_TEXT = 1024  # characters from which an end-of-stream pass takes the class's FAR_SCANS
 _REST = 256  # the longest text left after a commit that `_rest_hold` looks at
 _SIZED = (list, dict, str)  # values the oracle drops from the message when empty (None always)
-_MODES = {  # the feed methods installed on an instance, by the mode they implement (`feed_mode`)
-    "feed": "general",
-    "_feed_plain": "plain",
-    "_feed_plain_literal": "plain",
-    "_feed_lead": "lead",
-    "_feed_discard": "discard",
-    "_feed_bare": "bare",
-    "_feed_held": "held",
-}
+# The modes, as `_mode` names the one installed (`feed_mode`): a fast mode checks it is still the installed
+# one, since a caller may hold a bound `feed` across feeds (`f = parser.feed`, `map(parser.feed, chunks)`).
+_GENERAL, _PLAIN, _LEAD, _DISCARD, _BARE, _HELD = "general", "plain", "lead", "discard", "bare", "held"
 
 
 class CompiledParser:
@@ -180,7 +176,7 @@ class CompiledParser:
 
     def _start(self, remainder: str, tools: dict[str, dict], keep_errors: bool) -> None:
         """The state right after construction: `remainder` is the prefix past its last start anchor."""
-        # 27 attributes here, and `feed` once a fast mode is installed: CPython shares one key table among
+        # 28 attributes here, and `feed` once a fast mode is installed: CPython shares one key table among
         # instances of up to 30 attributes, and a 30th made creating a parser and reading its attributes
         # slower (a whole-message parse +15%).
         self._remainder = remainder  # what `restart` replays (not the whole prompt)
@@ -195,6 +191,7 @@ class CompiledParser:
         self._run_pieces_limit = _COALESCE
         self._held: str | None = None  # held text that is a proper prefix of a stem (mode held)
         self._held_pattern: Any = None  # or the regex delimiter it is a partial match of
+        self._mode = _GENERAL  # the mode installed as `feed` (see `_settle`)
         self._reset()
         self.initial_events: list[dict] = []
         if remainder:
@@ -285,8 +282,9 @@ class CompiledParser:
     # -- feeding: one method per mode ------------------------------------------------------------------
     #
     # `feed` is the general mode. At the end of a pass `_settle` installs the mode of the next feed on the
-    # instance (`self.feed`, a bound method: calling it costs no more than calling the class's `feed`);
-    # each mode handles the chunks it can answer without a pass and hands the rest to the general mode.
+    # instance (`self.feed`, a bound method: calling it costs no more than calling the class's `feed`) and
+    # names it in `_mode`; each mode handles the chunks it can answer without a pass and hands the rest to
+    # the general mode. A mode checks `_mode` first: a `feed` bound earlier may be a mode since replaced.
 
     def feed(self, text: str) -> list[dict]:
         """Consume the next piece of model output; returns the events it caused."""
@@ -312,7 +310,8 @@ class CompiledParser:
         subclass too, goes the general way, which raises TypeError as upstream; `type`, not `__class__`,
         which an object can fake.)"""
         if (
-            text
+            self._mode is _PLAIN
+            and text
             and type(text) is str
             and (self._start_char not in text or self._starts_nothing(text, _find(text, self._start_char)))
         ):
@@ -328,7 +327,7 @@ class CompiledParser:
     def _feed_plain_literal(self, text: str) -> list[dict]:
         """Mode plain for a template without regex delimiters: literals never look back, so the chunk
         need not even be kept as context."""
-        if text and type(text) is str and self._start_char not in text:
+        if self._mode is _PLAIN and text and type(text) is str and self._start_char not in text:
             parts = self._parts
             parts.append(text)
             if len(parts) >= self._parts_limit:
@@ -339,7 +338,7 @@ class CompiledParser:
     def _feed_discard(self, text: str) -> list[dict]:
         """Mode discard: outside every region of a template without an implicit field, a chunk holding no
         start character is dropped."""
-        if text and type(text) is str and self._start_char not in text:
+        if self._mode is _DISCARD and text and type(text) is str and self._start_char not in text:
             if self.CONTEXT:
                 self._buf = text  # the chunk is the context kept
                 self._pos = len(text)
@@ -349,7 +348,7 @@ class CompiledParser:
     def _feed_bare(self, text: str) -> list[dict]:
         """Mode bare: the region watches no delimiter, so it runs to the end of the stream and every chunk
         is routed whole."""
-        if text and type(text) is str:
+        if self._mode is _BARE and text and type(text) is str:
             parts = self._parts
             parts.append(text)
             if len(parts) >= self._parts_limit:
@@ -362,6 +361,8 @@ class CompiledParser:
         holding no start character (nor starting anything) is routed up to its trailing run, which is
         held, since it may start a delimiter; the held run, if any, goes in front of it. The held text is
         a run (its newest pieces set aside in `_run_pieces`), or nothing."""
+        if self._mode is not _LEAD:
+            return CompiledParser.feed(self, text)  # a `feed` bound while this mode was installed
         if not text:
             # The oracle ignores an empty (or any false) chunk and reruns its pass, which changes nothing
             # here. Answering directly keeps the empty deltas of a streaming detokenizer from sending a
@@ -427,6 +428,7 @@ class CompiledParser:
             # A held run that a lead-run delimiter's partial match may grow: mode held from now on (its
             # pass, if it takes one, settles the mode again).
             self.feed = feed = self._feed_held
+            self._mode = _HELD
             return feed(text)
         return CompiledParser.feed(self, text)
 
@@ -435,7 +437,7 @@ class CompiledParser:
         `_held_pattern`. A chunk that keeps it one only grows the buffer: no delimiter commits at or after
         a partial match, and nothing before it is left to route."""
         held = self._held
-        if text and not self._run_pieces:  # (pieces set aside would extend the held text)
+        if self._mode is _HELD and text and not self._run_pieces:  # (pieces set aside: the held text grows)
             grown = held + text  # a non-str chunk raises TypeError here, as upstream's concatenation
             if grown in self._stem_prefixes:
                 self._buf += text
@@ -497,6 +499,7 @@ class CompiledParser:
         if cut and plain:
             self._route(events, text[:cut])
         self.feed = self._feed_held
+        self._mode = _HELD
         self._trim()
         return events
 
@@ -519,6 +522,7 @@ class CompiledParser:
                 self._trim()
         except BaseException:
             self.feed = self._feed_general  # what a fast mode assumed may no longer hold
+            self._mode = _GENERAL
             raise
         self._settle()
         return events
@@ -551,26 +555,35 @@ class CompiledParser:
         elif mode == "plain":
             if at_rest and self._opened:
                 self.feed = self._feed_plain if self.CONTEXT else self._feed_plain_literal
+                self._mode = _PLAIN
                 return
         elif mode == "lead":
             # (Not while a partial match is held: the lead mode would only hand it on.)
             if self._opened and (at_rest or _find(buf, self._start_char, pos) < 0):
                 self.feed = self._feed_lead
+                self._mode = _LEAD
                 return
         elif mode == "discard":
             if at_rest:
                 self.feed = self._feed_discard
+                self._mode = _DISCARD
                 return
         elif at_rest and self._opened:  # bare
             self.feed = self._feed_bare
+            self._mode = _BARE
             return
-        self.feed = self._feed_general if self._held is None else self._feed_held
+        if self._held is None:
+            self.feed = self._feed_general
+            self._mode = _GENERAL
+        else:
+            self.feed = self._feed_held
+            self._mode = _HELD
 
     @property
     def feed_mode(self) -> str:
         """How the next `feed` is handled: "plain", "lead", "discard", "bare", "held" (the fast modes) or
         "general" (a pass); see the module docstring. For tests and the curious."""
-        return _MODES[self.feed.__func__.__name__]
+        return self._mode
 
     def _lead_pattern(self, held: str) -> Any:
         """The first watched lead-run pattern that holds `held` (`lead_holds`), or None."""
@@ -685,6 +698,7 @@ class CompiledParser:
             del self.feed  # the class's general mode, which raises from now on; and no cycle is left
         except AttributeError:
             pass  # never fed
+        self._mode = _GENERAL  # (a `feed` bound before this takes the general mode too, and raises)
         self._held = self._held_pattern = None
         events: list[dict] = []
         self._process(events, True)

@@ -3,10 +3,13 @@ changes what is routed, held or committed (every stream is also compared with tr
 
 from __future__ import annotations
 
+import json
+import random
 from typing import Any
 
 import pytest
-from support.compare import TEMPLATES, assert_same, oracle_stream, respc_stream
+from support.compare import FIXTURES, TEMPLATES, assert_same, chunkings, oracle_stream, respc_stream
+from support.oracles import run_calls
 
 import respc
 
@@ -126,3 +129,73 @@ def test_after_an_error_the_next_feed_takes_a_pass() -> None:
     with pytest.raises(ValueError):
         parser.feed("{not json</tool_call>")
     assert parser.feed_mode == "general"
+
+
+# -- a `feed` bound once and called many times --------------------------------------------------------------
+#
+# Callers hold bound methods (`feed = parser.feed`, `map(parser.feed, chunks)`), while the parser installs
+# its next mode on the instance: a held `feed` may be a mode since replaced, and must still be exact.
+
+_PRESET_CASES = FIXTURES / "presets"
+
+
+def _bound_trace(make_parser: Any, chunks: list[str], rebind_at: set[int]) -> list:
+    """As `stream_trace`, feeding through a `feed` bound at construction and rebound before each chunk
+    whose index is in `rebind_at` (finalize is called through the parser)."""
+    holder: dict[str, Any] = {}
+
+    def construct() -> list:
+        parser = holder["parser"] = make_parser()
+        holder["feed"] = parser.feed
+        return parser.initial_events
+
+    def feed(index: int, chunk: str) -> list:
+        if index in rebind_at:
+            holder["feed"] = holder["parser"].feed
+        return holder["feed"](chunk)
+
+    steps = run_calls([construct], None)
+    if steps[0][0] != "ok":
+        return steps
+    parser = holder["parser"]
+    calls = [lambda i=i, c=c: feed(i, c) for i, c in enumerate(chunks)]
+    return steps + run_calls([*calls, parser.finalize, parser.finalize], None)
+
+
+@pytest.mark.parametrize("name", respc.presets())
+def test_a_feed_bound_at_any_point_matches_the_oracle(name: str) -> None:
+    """Every preset's samples under many chunkings, fed through a `feed` bound at construction, bound after
+    the first chunk, and rebound at random points: the same events as transformers'."""
+    module = respc.load_preset(name)
+    cases = json.loads((_PRESET_CASES / f"{name}.json").read_text(encoding="utf-8"))
+    rng = random.Random(name)
+    for index, case in enumerate(cases):
+        prefix = case["prefix"]
+        for chunks in chunkings(case["text"], seed=index, random_splits=4):
+            theirs = oracle_stream(module.TEMPLATE, prefix, chunks)
+            count = len(chunks)
+            for rebind_at in (set(), {1}, {i for i in range(count) if rng.random() < 0.3}):
+                ours = _bound_trace(lambda p=prefix: module.ResponseParser(p), chunks, rebind_at)
+                assert_same(ours, theirs, module.TEMPLATE, f"{name}[{index}] rebound at {sorted(rebind_at)}")
+
+
+@pytest.mark.parametrize(
+    ("template", "chunks", "mode"),
+    [
+        ("smollm", ["<think>", "a"], "plain"),
+        ("serving_qwen3_5", ["Sure", "."], "lead"),
+        ("serving_qwen3_5", ["Sure", "<tool"], "held"),
+    ],
+)
+def test_a_fast_mode_bound_before_finalize_raises_after_it(
+    template: str, chunks: list[str], mode: str
+) -> None:
+    parser = respc.compile_template(TEMPLATES[template]).ResponseParser("")
+    for chunk in chunks:
+        parser.feed(chunk)
+    assert parser.feed_mode == mode
+    feed = parser.feed
+    parser.finalize()
+    assert parser.feed_mode == "general"
+    with pytest.raises(RuntimeError, match="ResponseParser already finalized"):
+        feed("x")

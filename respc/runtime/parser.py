@@ -10,9 +10,10 @@ region bodies as lists of parts, so every feed costs O(chunk + held text).
 A feed is handled by the parser's current mode. The general mode is the class's `feed`; after each of
 its passes `_settle` installs the next feed's mode on the instance (`self.feed`), so dispatch costs no
 extra call, and names it in `_mode`. A caller may hold a bound `feed` across feeds (`f = parser.feed`,
-`map(parser.feed, chunks)`), so each fast mode first checks that it is still the installed one and
-otherwise takes the general mode, which is right in every state. Each fast mode answers the chunks it
-can without a pass, exactly as the pass would, and hands every other chunk to the general mode:
+`map(parser.feed, chunks)`), so every mode first checks that it is still the installed one and otherwise
+hands the chunk to the one installed (`_installed`, a call more). Each fast mode answers the chunks it can without a
+pass, exactly as the pass would, and hands every other chunk to the general mode's work (`_general`,
+right in every state):
 
 | mode | installed when | a chunk it takes |
 |---|---|---|
@@ -65,6 +66,7 @@ _REST = 256  # the longest text left after a commit that `_rest_hold` looks at
 _SIZED = (list, dict, str)  # values the oracle drops from the message when empty (None always)
 # The modes, as `_mode` names the one installed (`feed_mode`): a fast mode checks it is still the installed
 # one, since a caller may hold a bound `feed` across feeds (`f = parser.feed`, `map(parser.feed, chunks)`).
+# Compared with `==`, not `is`: an unpickled parser's `_mode` is an equal string, not the same object.
 _GENERAL, _PLAIN, _LEAD, _DISCARD, _BARE, _HELD = "general", "plain", "lead", "discard", "bare", "held"
 
 
@@ -284,10 +286,34 @@ class CompiledParser:
     # `feed` is the general mode. At the end of a pass `_settle` installs the mode of the next feed on the
     # instance (`self.feed`, a bound method: calling it costs no more than calling the class's `feed`) and
     # names it in `_mode`; each mode handles the chunks it can answer without a pass and hands the rest to
-    # the general mode. A mode checks `_mode` first: a `feed` bound earlier may be a mode since replaced.
+    # the general mode's work (`_general`). A mode checks `_mode` first: a `feed` bound earlier may be a
+    # mode since replaced, and then hands the chunk to the mode `_mode` names (`_installed`). `_mode` is
+    # stored before `feed`, so an interruption between the two leaves the newer decision named.
 
     def feed(self, text: str) -> list[dict]:
         """Consume the next piece of model output; returns the events it caused."""
+        if self._mode != _GENERAL:
+            return self._installed(text)  # bound before a fast mode was installed (`map(parser.feed, ...)`)
+        return self._general(text)
+
+    def _installed(self, text: str) -> list[dict]:
+        """A chunk given to a mode that is no longer installed (a `feed` bound earlier): the mode `_mode`
+        names takes it. (Dispatched by `_mode`, not through `self.feed`, which a caller may have wrapped.)"""
+        mode = self._mode
+        if mode == _PLAIN:
+            return self._feed_plain(text) if self.CONTEXT else self._feed_plain_literal(text)
+        if mode == _LEAD:
+            return self._feed_lead(text)
+        if mode == _HELD:
+            return self._feed_held(text)
+        if mode == _DISCARD:
+            return self._feed_discard(text)
+        if mode == _BARE:
+            return self._feed_bare(text)
+        return self._general(text)
+
+    def _general(self, text: str) -> list[dict]:
+        """The general mode's work, in any state: a chunk a fast mode does not take comes here too."""
         if (
             self._stems
             and text
@@ -310,7 +336,7 @@ class CompiledParser:
         subclass too, goes the general way, which raises TypeError as upstream; `type`, not `__class__`,
         which an object can fake.)"""
         if (
-            self._mode is _PLAIN
+            self._mode == _PLAIN
             and text
             and type(text) is str
             and (self._start_char not in text or self._starts_nothing(text, _find(text, self._start_char)))
@@ -322,47 +348,47 @@ class CompiledParser:
             if len(parts) >= self._parts_limit:
                 self._coalesce()
             return [{"type": "region_chunk", "field": self._current, "text": text, "dirty": self._dirty}]
-        return CompiledParser.feed(self, text)
+        return self._general(text) if self._mode == _PLAIN else self._installed(text)
 
     def _feed_plain_literal(self, text: str) -> list[dict]:
         """Mode plain for a template without regex delimiters: literals never look back, so the chunk
         need not even be kept as context."""
-        if self._mode is _PLAIN and text and type(text) is str and self._start_char not in text:
+        if self._mode == _PLAIN and text and type(text) is str and self._start_char not in text:
             parts = self._parts
             parts.append(text)
             if len(parts) >= self._parts_limit:
                 self._coalesce()
             return [{"type": "region_chunk", "field": self._current, "text": text, "dirty": self._dirty}]
-        return CompiledParser.feed(self, text)
+        return self._general(text) if self._mode == _PLAIN else self._installed(text)
 
     def _feed_discard(self, text: str) -> list[dict]:
         """Mode discard: outside every region of a template without an implicit field, a chunk holding no
         start character is dropped."""
-        if self._mode is _DISCARD and text and type(text) is str and self._start_char not in text:
+        if self._mode == _DISCARD and text and type(text) is str and self._start_char not in text:
             if self.CONTEXT:
                 self._buf = text  # the chunk is the context kept
                 self._pos = len(text)
             return []
-        return CompiledParser.feed(self, text)
+        return self._general(text) if self._mode == _DISCARD else self._installed(text)
 
     def _feed_bare(self, text: str) -> list[dict]:
         """Mode bare: the region watches no delimiter, so it runs to the end of the stream and every chunk
         is routed whole."""
-        if self._mode is _BARE and text and type(text) is str:
+        if self._mode == _BARE and text and type(text) is str:
             parts = self._parts
             parts.append(text)
             if len(parts) >= self._parts_limit:
                 self._coalesce()
             return [{"type": "region_chunk", "field": self._current, "text": text, "dirty": self._dirty}]
-        return CompiledParser.feed(self, text)
+        return self._general(text) if self._mode == _BARE else self._installed(text)
 
     def _feed_lead(self, text: str) -> list[dict]:
         """Mode lead: the region's delimiters start with a run of one class (`\\s*<tool_call>`). A chunk
         holding no start character (nor starting anything) is routed up to its trailing run, which is
         held, since it may start a delimiter; the held run, if any, goes in front of it. The held text is
         a run (its newest pieces set aside in `_run_pieces`), or nothing."""
-        if self._mode is not _LEAD:
-            return CompiledParser.feed(self, text)  # a `feed` bound while this mode was installed
+        if self._mode != _LEAD:
+            return self._installed(text)  # a `feed` bound while this mode was installed
         if not text:
             # The oracle ignores an empty (or any false) chunk and reruns its pass, which changes nothing
             # here. Answering directly keeps the empty deltas of a streaming detokenizer from sending a
@@ -427,17 +453,17 @@ class CompiledParser:
         if self._held is not None and not self._run_pieces:
             # A held run that a lead-run delimiter's partial match may grow: mode held from now on (its
             # pass, if it takes one, settles the mode again).
-            self.feed = feed = self._feed_held
             self._mode = _HELD
+            self.feed = feed = self._feed_held
             return feed(text)
-        return CompiledParser.feed(self, text)
+        return self._general(text)
 
     def _feed_held(self, text: str) -> list[dict]:
         """Mode held: the held text is a proper prefix of a stem, or a partial match of the regex delimiter
         `_held_pattern`. A chunk that keeps it one only grows the buffer: no delimiter commits at or after
         a partial match, and nothing before it is left to route."""
         held = self._held
-        if self._mode is _HELD and text and not self._run_pieces:  # (pieces set aside: the held text grows)
+        if self._mode == _HELD and text and not self._run_pieces:  # (pieces set aside: the held text grows)
             grown = held + text  # a non-str chunk raises TypeError here, as upstream's concatenation
             if grown in self._stem_prefixes:
                 self._buf += text
@@ -468,7 +494,7 @@ class CompiledParser:
             for stem in self._stems:
                 if stem in grown:
                     return self._pass(text, False)  # a starter is there: `_skips_scan` would say no
-        return self._pass(text)
+        return self._pass(text) if self._mode == _HELD else self._installed(text)
 
     def _hold_stem(self, text: str) -> list[dict] | None:
         """Nothing is held and the chunk ends with a proper prefix of a stem, after text that holds no start
@@ -498,8 +524,8 @@ class CompiledParser:
         events: list[dict] = []
         if cut and plain:
             self._route(events, text[:cut])
-        self.feed = self._feed_held
         self._mode = _HELD
+        self.feed = self._feed_held
         self._trim()
         return events
 
@@ -520,11 +546,11 @@ class CompiledParser:
                     self._buf += text
                 self._process(events, False)
                 self._trim()
+            self._settle()
         except BaseException:
-            self.feed = self._feed_general  # what a fast mode assumed may no longer hold
             self._mode = _GENERAL
+            self.feed = self._feed_general  # what a fast mode assumed may no longer hold
             raise
-        self._settle()
         return events
 
     def _settle(self) -> None:
@@ -554,30 +580,30 @@ class CompiledParser:
             pass
         elif mode == "plain":
             if at_rest and self._opened:
-                self.feed = self._feed_plain if self.CONTEXT else self._feed_plain_literal
                 self._mode = _PLAIN
+                self.feed = self._feed_plain if self.CONTEXT else self._feed_plain_literal
                 return
         elif mode == "lead":
             # (Not while a partial match is held: the lead mode would only hand it on.)
             if self._opened and (at_rest or _find(buf, self._start_char, pos) < 0):
-                self.feed = self._feed_lead
                 self._mode = _LEAD
+                self.feed = self._feed_lead
                 return
         elif mode == "discard":
             if at_rest:
-                self.feed = self._feed_discard
                 self._mode = _DISCARD
+                self.feed = self._feed_discard
                 return
         elif at_rest and self._opened:  # bare
-            self.feed = self._feed_bare
             self._mode = _BARE
+            self.feed = self._feed_bare
             return
         if self._held is None:
-            self.feed = self._feed_general
             self._mode = _GENERAL
+            self.feed = self._feed_general
         else:
-            self.feed = self._feed_held
             self._mode = _HELD
+            self.feed = self._feed_held
 
     @property
     def feed_mode(self) -> str:

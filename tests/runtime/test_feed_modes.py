@@ -4,6 +4,7 @@ changes what is routed, held or committed (every stream is also compared with tr
 from __future__ import annotations
 
 import json
+import pickle
 import random
 from typing import Any
 
@@ -199,3 +200,47 @@ def test_a_fast_mode_bound_before_finalize_raises_after_it(
     assert parser.feed_mode == "general"
     with pytest.raises(RuntimeError, match="ResponseParser already finalized"):
         feed("x")
+
+
+@pytest.mark.parametrize("bound_after", [0, 1, 2])
+def test_a_bound_feed_takes_the_installed_mode(bound_after: int) -> None:
+    """A `feed` bound at construction or in an earlier mode hands each chunk to the mode installed now:
+    the reasoning region's plain chunks take no pass, however the feed was bound."""
+    parser = respc.compile_template(TEMPLATES["smollm"]).ResponseParser("")
+    chunks = ["<think>", "a b", " c", " d", " e"]
+    for chunk in chunks[:bound_after]:
+        parser.feed(chunk)
+    feed = parser.feed
+    passes = []
+    take_pass = parser._pass
+    parser._pass = lambda *args: passes.append(args) or take_pass(*args)  # type: ignore[method-assign]
+    for chunk in chunks[bound_after:]:
+        feed(chunk)
+    assert [args[0] for args in passes] == chunks[:1][bound_after:]  # only '<think>' takes one
+    message, _ = parser.finalize()
+    assert message == {"role": "assistant", "thinking": "a b c d e"}
+
+
+def test_an_unpickled_parser_keeps_its_mode() -> None:
+    """A parser pickled in a fast mode goes on exactly where it was (its `_mode` comes back an equal
+    string, not the same object)."""
+    parser = respc.load_preset("qwen3").ResponseParser("")  # (a compiled template's module is not importable)
+    parser.feed("<think>")
+    copy = pickle.loads(pickle.dumps(parser))
+    assert copy.feed_mode == parser.feed_mode == "plain"
+    for chunk in ("a b", "</think>", "done"):
+        assert copy.feed(chunk) == parser.feed(chunk)
+    assert copy.finalize() == parser.finalize()
+
+
+def test_a_feed_the_caller_wrapped_calls_the_mode_in_place() -> None:
+    """A caller's wrapper installed as `feed` that calls the class's `feed` (instrumentation) reaches the
+    mode `_mode` names, not the wrapper again."""
+    parser, plain = (respc.load_preset("qwen3").ResponseParser("") for _ in range(2))
+    for p in (parser, plain):
+        p.feed("<think>")
+    general = type(parser).feed
+    parser.feed = lambda text: general(parser, text)  # type: ignore[method-assign]
+    for chunk in ("a b", "</think>", "done"):
+        assert parser.feed(chunk) == plain.feed(chunk)
+    assert parser.finalize() == plain.finalize()

@@ -261,7 +261,8 @@ def test_64_concurrent_streams_some_leaving_mid_stream_leave_nothing_behind(serv
         assert all(result == (REASONING, "Let me check.", ARGUMENTS) for result in done)
         deadline = time.monotonic() + 30
         while server.tasks() > baseline_tasks or _live(DeltaStream) or _live(CompiledParser):
-            assert time.monotonic() < deadline, (server.tasks(), _live(DeltaStream), _live(CompiledParser))
+            left = (server.tasks(), _live(DeltaStream), _live(CompiledParser))
+            assert time.monotonic() < deadline, f"{left} left behind; the server's tasks:\n{server.stacks()}"
             time.sleep(0.1)
         live_after.append(len(gc.get_objects()))
     assert live_after[2] - live_after[1] < 5_000, live_after  # flat: nothing accumulates per round

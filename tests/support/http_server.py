@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import re
 import select
 import socket
@@ -89,3 +90,15 @@ class ThreadServer:
 
         assert self.loop is not None
         return asyncio.run_coroutine_threadsafe(count(), self.loop).result(10)
+
+    def stacks(self) -> str:
+        """Where each of the server loop's tasks is waiting, for a test's failure message."""
+
+        async def where() -> str:
+            out = io.StringIO()
+            for task in asyncio.all_tasks():
+                task.print_stack(file=out)
+            return out.getvalue()
+
+        assert self.loop is not None
+        return asyncio.run_coroutine_threadsafe(where(), self.loop).result(10)

@@ -11,9 +11,9 @@ A feed is handled by the parser's current mode. The general mode is the class's 
 its passes `_settle` installs the next feed's mode on the instance (`self.feed`), so dispatch costs no
 extra call, and names it in `_mode`. A caller may hold a bound `feed` across feeds (`f = parser.feed`,
 `map(parser.feed, chunks)`), so every mode first checks that it is still the installed one and otherwise
-hands the chunk to the one installed (`_installed`, a call more). Each fast mode answers the chunks it can without a
-pass, exactly as the pass would, and hands every other chunk to the general mode's work (`_general`,
-right in every state):
+hands the chunk to the one installed (`_installed`, a call more). Each fast mode answers the chunks it
+can without a pass, exactly as the pass would, and hands every other chunk to the general mode's work
+(`_general`, right in every state):
 
 | mode | installed when | a chunk it takes |
 |---|---|---|

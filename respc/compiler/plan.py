@@ -17,9 +17,12 @@ from typing import Any
 import regex
 
 from respc.compiler.analysis import (
+    LOOKS_BACK,
     backtracking_risk,
+    branch_lead,
     empty_together,
     first_chars,
+    guarded,
     is_plain,
     literal_prefix,
     literal_run,
@@ -52,8 +55,10 @@ PARSER_FUNCTIONS = {
 NEAR = 64
 OUTSIDE = "outside"  # the scan of the implicit field / null sink; reserved so no field takes the name
 # Patterns that look behind the scan position (or change how far back a boundary looks) need the
-# whole consumed text as context; anything else sees at most one character before it.
-_LOOKS_BACK = re.compile(r"\(\?<[=!]|\(\?[a-zA-Z0-9^-]*[wr][a-zA-Z0-9^-]*[:)]")
+# whole consumed text as context, unless the lookbehind is a one-character guard (`guarded`); anything
+# else sees at most one character before it.
+# The most characters a state's fast modes test a chunk for (`State.start_char`): each costs an `in`.
+_MOST_START_CHARS = 3
 
 
 def describe_anchor(anchor: Anchor) -> str:
@@ -83,6 +88,22 @@ class Delimiter:
     # (char, offset) that end-of-stream scans find first (`memchr`) before the literal, the list's
     # alternation or the prefix (see `respc.compiler.analysis.rare`); None: the plain search
     rare: tuple[str, int] | None = None
+    # The characters right after which a guarded branch (`guarded`: `(?<=;)...`) can match, "" when each
+    # is anchored at the buffer's start (`^...`); None when no branch is guarded.
+    guard: str | None = None
+    # What the fast modes see instead of the delimiter: its unguarded branches, as a delimiter of their
+    # own (None when every branch is guarded), or, for an alternation whose branches start with one
+    # class of run or none (`branch_lead`), the delimiter as a lead-run delimiter (for its facts only).
+    view: Delimiter | None = None
+
+    @property
+    def fast(self) -> Delimiter | None:
+        """The delimiter as the fast modes judge a chunk, once the parser is past the buffer's start and no
+        guard character is near (`State.guard`): itself, or its `view` (None when every branch is
+        guarded: it can then start nowhere)."""
+        if self.guard is not None:
+            return None if self.view is None else self.view.fast
+        return self if self.view is None else self.view
 
     @property
     def method(self) -> str:
@@ -124,7 +145,7 @@ class Delimiter:
         on nothing before it); () when unknown."""
         if self.anchor.literals is not None:
             return self.literals
-        if _LOOKS_BACK.search(self.anchor.pattern):
+        if LOOKS_BACK.search(self.anchor.pattern):
             return ()
         strings = literal_strings(self.rest or self.anchor.pattern)
         if strings and all(strings):
@@ -207,10 +228,12 @@ class State:
     def mode(self) -> str:
         """How the runtime feeds while this state's region is open and nothing is held (see
         `respc.runtime.parser`): `bare` when it watches nothing (every chunk is routed); else, when a
-        chunk's start character says whether a delimiter can start in it (one `start_char`, and patterns
+        chunk's start characters say whether a delimiter can start in it (a `start_char`, and patterns
         that look back no further than one character), `plain` (route it), `lead` (route it up to a
         trailing run of the one lead-run class, which is held) or, outside every region of a template
-        without an implicit field, `discard` (drop it); `general` otherwise (a pass per chunk)."""
+        without an implicit field, `discard` (drop it); `general` otherwise (a pass per chunk). Guarded
+        branches (`guard`) are left out of these facts: the runtime takes a fast mode only where they
+        cannot match."""
         if self.general:
             return "general"
         if not self.watches:
@@ -261,8 +284,18 @@ class State:
         """Texts a match of a watched delimiter can start with at any position (`Delimiter.stems`). Held
         text that is a proper prefix of a stem is a partial match at its start, so a chunk that keeps it
         one cannot commit or route anything (the runtime's held-prefix path)."""
-        found = {stem for d in self.watches for stem in d.stems}
+        found = {stem for d in _fast(self.watches) for stem in d.stems}
         return tuple(sorted(found, key=lambda stem: (-len(stem), stem)))
+
+    @property
+    def guard(self) -> str | None:
+        """The characters right after which a guarded branch of a watched delimiter can match, "" when each
+        is anchored at the buffer's start; None when no watched delimiter has one. The fast modes' facts
+        (`starts`, `runs`, `stems`, `starters`) leave those branches out, so they hold only once the parser
+        is past the buffer's start and none of these characters is in the text looked at, nor just before
+        it (the runtime checks)."""
+        guards = [d.guard for d in self.watches if d.guard is not None]
+        return None if not guards else "".join(sorted(set("".join(guards))))
 
     @property
     def starters(self) -> tuple[str, ...]:
@@ -271,7 +304,7 @@ class State:
         prefix of one starts no match and no partial match, so nothing held, it is routed without a
         scan (the runtime's skip path, for chunks that hold the start character)."""
         found: set[str] = set()
-        for d in self.watches:
+        for d in _fast(self.watches):
             if not d.starters:
                 return ()
             found.update(d.starters)
@@ -339,16 +372,30 @@ class State:
 
     @property
     def start_char(self) -> str | None:
-        """The one character `starts` matches, when it is a single literal (checked with `str.find`)."""
-        items = self.starts[1:-1] if self.starts and self.starts.startswith("[") else None
-        if items and (len(items) == 1 or (len(items) == 2 and items[0] == "\\" and not items[1].isalnum())):
-            return items[-1]
-        return None
+        """The characters `starts` matches, when it is a class of at most three literal characters: the
+        fast modes test a chunk for each with `in` (None: for a pattern, `starts`)."""
+        items = self.starts[1:-1] if self.starts and self.starts.startswith("[") else ""
+        chars, i = [], 0
+        while i < len(items):
+            if items[i] == "\\":
+                if i + 1 == len(items) or items[i + 1].isalnum():
+                    return None  # a category such as \s
+                chars.append(items[i + 1])
+                i += 2
+            elif items[i] == "-":
+                return None  # a range
+            else:
+                chars.append(items[i])
+                i += 1
+        return "".join(chars) if 0 < len(chars) <= _MOST_START_CHARS else None
 
     @property
     def starts_const(self) -> str | None:
-        """The pattern constant of `starts`, written only when there is no single `start_char`."""
-        return self.table + "_STARTS" if self.starts is not None and self.start_char is None else None
+        """The pattern constant of `starts`, written unless one `start_char` says it all (the row's test
+        without a `start_char`, and the literal scans' search for several first characters)."""
+        if self.starts is None or (self.start_char is not None and len(self.start_char) == 1):
+            return None
+        return self.table + "_STARTS"
 
     @property
     def starts_engine(self) -> str:
@@ -690,7 +737,12 @@ def _delimiter(field: Field, ident: str, kind: str, anchor: Anchor, target: Targ
     if anchor.literals is None:
         split = split_lead(anchor.pattern)
         lead, rest = split if split else (None, None)
-        return Delimiter(
+        guard = guarded(anchor.pattern)
+        view = None
+        if guard is not None and guard[0]:
+            view = _delimiter(field, ident, kind, Anchor(anchor.key, None, guard[0], False, ()), target)
+        branches = branch_lead(anchor.pattern) if split is None and guard is None else None
+        delimiter = Delimiter(
             field.name,
             kind,
             anchor,
@@ -703,10 +755,24 @@ def _delimiter(field: Field, ident: str, kind: str, anchor: Anchor, target: Targ
             # (a pattern that reads nothing past its match always survives: `stable_end`)
             recheck=target.recheck_regex_matches and not stable_end(anchor.pattern),
             literal_run=literal_run(rest or anchor.pattern),
+            guard=None if guard is None else guard[1],
+            view=view,
         )
+        if branches is not None:
+            # (Facts only: the scan searches the whole alternation.)
+            run, rest = branches
+            lead_view = replace(delimiter, lead=run, rest=rest, prefix=literal_prefix(rest), literal_run=None)
+            delimiter = replace(delimiter, view=lead_view)
+        return delimiter
     return Delimiter(
         field.name, kind, anchor, name, tuple(sorted(anchor.literals, key=len, reverse=True)), False
     )
+
+
+def _fast(watches: tuple[Delimiter, ...]) -> tuple[Delimiter, ...]:
+    """The watched delimiters as the fast modes see them (`Delimiter.fast`): guarded branches set aside,
+    and the delimiters that are nothing else left out."""
+    return tuple(d.fast for d in watches if d.fast is not None)
 
 
 def _starts(watches: tuple[Delimiter, ...]) -> str | None:
@@ -828,16 +894,18 @@ def plan_parser(spec: Spec, source_name: str = "<template>") -> ParserPlan:
     outside = tuple(opens[name] for name in ordered)
     if implicit is not None and implicit in closes:
         outside += (closes[implicit],)
-    patterns = [d.anchor.pattern for d in delimiters if d.anchor.literals is None]
-    context = None if any(_LOOKS_BACK.search(p) for p in patterns) else (1 if patterns else 0)
+    patterns = [d for d in delimiters if d.anchor.literals is None]
+    # (A guarded delimiter's guards look back one character, and its branches past them no further.)
+    looks_back = any(d.guard is None and LOOKS_BACK.search(d.anchor.pattern) for d in patterns)
+    context = None if looks_back else (1 if patterns else 0)
     states = [
         State(
             implicit,
             "_scan_" + OUTSIDE,
             False,
             outside,
-            _starts(outside),
-            _runs(outside),
+            _starts(_fast(outside)),
+            _runs(_fast(outside)),
             dirty.get(implicit, False),
             context=context,
         )
@@ -858,8 +926,8 @@ def plan_parser(spec: Spec, source_name: str = "<template>") -> ParserPlan:
                     "_scan_" + ident,
                     True,
                     watches,
-                    _starts(watches),
-                    _runs(watches),
+                    _starts(_fast(watches)),
+                    _runs(_fast(watches)),
                     dirty[field.name],
                     context=context,
                 )

@@ -314,18 +314,21 @@ def _value_tool_calls(body: str, captures: dict) -> Any:
 class ResponseParser(CompiledParser):
     """Streaming parser: `feed()` model output, then `finalize()`; same events as transformers 5.24."""
 
-    CONTRACT = 3
+    CONTRACT = 4
     TARGET = TRANSFORMERS_TARGET
     TEMPLATE = TEMPLATE
     IMPLICIT = None
     STATES: ClassVar[dict] = {
         None: State(
-            mode="general",
+            mode="discard",
             scan=_scan_outside,
             end_scan=_end_outside,
+            start_char="<",
+            guard="",
             stems=(
                 CONTENT_OPEN,
                 TOOL_CALLS_OPEN,
+                "<think>",
             ),
             patterns=(REASONING_CONTENT_OPEN_RE,),
         ),
@@ -337,10 +340,10 @@ class ResponseParser(CompiledParser):
             stems=(REASONING_CONTENT_CLOSE,),
         ),
         "content": State(
-            mode="general",
+            mode="plain",
             scan=_scan_content,
             end_scan=_end_content,
-            starts=_CONTENT_STARTS,
+            start_char="<\n",
             patterns=(CONTENT_CLOSE_RE,),
         ),
         "tool_calls": State(

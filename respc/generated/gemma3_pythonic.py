@@ -51,6 +51,7 @@ CONTENT_CLOSE_LENGTH = len(CONTENT_CLOSE[0])
 CONTENT_CLOSE_ALT = re.compile("|".join(map(re.escape, CONTENT_CLOSE)))
 START_ANCHOR_LITERALS = ("<start_of_turn>model\n",)
 START_ANCHOR_RE = re.compile("|".join(map(re.escape, START_ANCHOR_LITERALS)))
+_OUTSIDE_STARTS = re.compile("[<\\\n]")
 # The literals _scan_tool_calls watches, in the order one alternation finds the oracle's tie-break (longest
 # first at a position, then in watch order), and what each commits: (is_open, field).
 _TOOL_CALLS_LITERALS, _TOOL_CALLS_COMMITS = literal_table(
@@ -178,16 +179,22 @@ def _value_content(body: str, captures: dict) -> Any:
 class ResponseParser(CompiledParser):
     """Streaming parser: `feed()` model output, then `finalize()`; same events as transformers 5.24."""
 
-    CONTRACT = 3
+    CONTRACT = 4
     TARGET = TRANSFORMERS_TARGET
     TEMPLATE = TEMPLATE
     IMPLICIT = "content"
     STATES: ClassVar[dict] = {
         "content": State(
-            mode="general",
+            mode="plain",
             scan=_scan_outside,
             end_scan=_end_outside,
-            stems=TOOL_CALLS_CLOSE,
+            start_char="<\n",
+            guard="",
+            stems=(
+                "<end_of_turn>",
+                "<eos>",
+                "\n\n",
+            ),
             patterns=(TOOL_CALLS_OPEN_RE,),
         ),
         "tool_calls": State(

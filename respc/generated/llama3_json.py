@@ -72,7 +72,7 @@ CONTENT_CLOSE_WHOLE = LazyRegex(
 )
 START_ANCHOR_LITERALS = ("<|start_header_id|>assistant<|end_header_id|>\n\n",)
 START_ANCHOR_RE = re.compile("|".join(map(re.escape, START_ANCHOR_LITERALS)))
-_TOOL_CALLS_STARTS = LazyRegex(r"[;<\s]", dotall=False)
+_TOOL_CALLS_STARTS = re.compile(r"[;<]")
 
 # Content parser arguments and transforms the value functions read, as written in the template, and each
 # field's parser, specialised to its arguments when the module is imported.
@@ -210,15 +210,17 @@ def _value_content(body: str, captures: dict) -> Any:
 class ResponseParser(CompiledParser):
     """Streaming parser: `feed()` model output, then `finalize()`; same events as transformers 5.24."""
 
-    CONTRACT = 3
+    CONTRACT = 4
     TARGET = TRANSFORMERS_TARGET
     TEMPLATE = TEMPLATE
     IMPLICIT = "content"
     STATES: ClassVar[dict] = {
         "content": State(
-            mode="general",
+            mode="lead",
             scan=_scan_outside,
             end_scan=_end_outside,
+            start_char="<",
+            guard=";",
             runs=(RUN_WHITESPACE,),
             stems=(
                 "<|eom_id|>",
@@ -230,10 +232,11 @@ class ResponseParser(CompiledParser):
             ),
         ),
         "tool_calls": State(
-            mode="general",
+            mode="lead",
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
-            starts=_TOOL_CALLS_STARTS,
+            start_char=";<",
+            runs=(RUN_WHITESPACE,),
             patterns=(TOOL_CALLS_CLOSE_RE,),
             dirty=True,
         ),
@@ -247,14 +250,8 @@ class ResponseParser(CompiledParser):
     START_ANCHOR = START_ANCHOR_RE
     START_ANCHOR_KIND = "start_anchor"
     START_ANCHOR_LITERALS = START_ANCHOR_LITERALS
-    CONTEXT = None
-    PATTERNS = (
-        TOOL_CALLS_OPEN_RE,
-        TOOL_CALLS_CLOSE_RE,
-        CONTENT_CLOSE_RE,
-        CONTENT_CLOSE_WHOLE,
-        _TOOL_CALLS_STARTS,
-    )
+    CONTEXT = 1
+    PATTERNS = (TOOL_CALLS_OPEN_RE, TOOL_CALLS_CLOSE_RE, CONTENT_CLOSE_RE, CONTENT_CLOSE_WHOLE)
     END_MEMO = True  # the end-of-stream scans take `memo`
 
     @staticmethod

@@ -178,15 +178,17 @@ def _value_content(body: str, captures: dict) -> Any:
 class ResponseParser(CompiledParser):
     """Streaming parser: `feed()` model output, then `finalize()`; same events as transformers 5.24."""
 
-    CONTRACT = 3
+    CONTRACT = 4
     TARGET = TRANSFORMERS_TARGET
     TEMPLATE = TEMPLATE
     IMPLICIT = "content"
     STATES: ClassVar[dict] = {
         "content": State(
-            mode="general",
+            mode="plain",
             scan=_scan_outside,
             end_scan=_end_outside,
+            start_char="<",
+            guard="",
             stems=(
                 "<|eom_id|>",
                 "<|eot_id|>",

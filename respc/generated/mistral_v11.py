@@ -316,16 +316,16 @@ def _value_content(body: str, captures: dict) -> Any:
 class ResponseParser(CompiledParser):
     """Streaming parser: `feed()` model output, then `finalize()`; same events as transformers 5.24."""
 
-    CONTRACT = 3
+    CONTRACT = 4
     TARGET = TRANSFORMERS_TARGET
     TEMPLATE = TEMPLATE
     IMPLICIT = "content"
     STATES: ClassVar[dict] = {
         "content": State(
-            mode="general",
+            mode="plain",
             scan=_scan_outside,
             end_scan=_end_outside,
-            starts=_OUTSIDE_STARTS,
+            start_char="<[",
             stems=(
                 TOOL_CALLS_OPEN_PREFIX,
                 "<think>",
@@ -335,10 +335,10 @@ class ResponseParser(CompiledParser):
             patterns=(TOOL_CALLS_OPEN_RE,),
         ),
         "reasoning_content": State(
-            mode="general",
+            mode="plain",
             scan=_scan_reasoning_content,
             end_scan=_end_reasoning_content,
-            starts=_REASONING_CONTENT_STARTS,
+            start_char="<[",
             stems=(
                 "</think>",
                 "[/THINK]",

@@ -172,17 +172,13 @@ def _value_content(body: str, captures: dict) -> Any:
 class ResponseParser(CompiledParser):
     """Streaming parser: `feed()` model output, then `finalize()`; same events as transformers 5.24."""
 
-    CONTRACT = 3
+    CONTRACT = 4
     TARGET = TRANSFORMERS_TARGET
     TEMPLATE = TEMPLATE
     IMPLICIT = "content"
     STATES: ClassVar[dict] = {
         "content": State(
-            mode="general",
-            scan=_scan_outside,
-            end_scan=_end_outside,
-            starts=_OUTSIDE_STARTS,
-            stems=_OUTSIDE_LITERALS,
+            mode="plain", scan=_scan_outside, end_scan=_end_outside, start_char="<[", stems=_OUTSIDE_LITERALS
         ),
         "tool_calls": State(
             mode="plain",

@@ -247,16 +247,16 @@ def _value_content(body: str, captures: dict) -> Any:
 class ResponseParser(CompiledParser):
     """Streaming parser: `feed()` model output, then `finalize()`; same events as transformers 5.24."""
 
-    CONTRACT = 3
+    CONTRACT = 4
     TARGET = TRANSFORMERS_TARGET
     TEMPLATE = TEMPLATE
     IMPLICIT = "content"
     STATES: ClassVar[dict] = {
         "content": State(
-            mode="general",
+            mode="lead",
             scan=_scan_outside,
             end_scan=_end_outside,
-            starts=_OUTSIDE_STARTS,
+            start_char="<f",
             runs=(RUN_WHITESPACE,),
             stems=(
                 "<|endoftext|>",

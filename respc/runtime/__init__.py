@@ -8,7 +8,7 @@ against, and the runtime refuses, with one line, a module written for another (`
 the presets, `respc compile` any other module).
 """
 
-CONTRACT = 3
+CONTRACT = 4
 
 ABI = {
     # the processing pass, which a generated `ResponseParser` subclasses

@@ -37,8 +37,8 @@ class State:
     "lead", "discard", "bare" or "general" (`respc.runtime.parser` says what each does; the plan decides,
     from the facts below). The facts:
 
-    - `start_char`: the one character every watched delimiter's match starts with (after its lead run),
-      when there is one; else `starts`, a pattern matching each character one can start with, if known.
+    - `start_char`: the characters every watched delimiter's match starts with (after its lead run),
+      when they are few; else `starts`, a pattern matching each character one can start with, if known.
       A chunk holding none of them cannot start a delimiter.
     - `runs`: the classes of the runs lead-run delimiters (`\s*<x>`) start with; a trailing run of the
       text is held back.
@@ -49,13 +49,21 @@ class State:
       prefix of one starts nothing.
     - `patterns`: the watched regex delimiters' whole patterns: held text that one still matches partially
       at its start is a hold too.
+    - `guard`: the characters right after which a guarded branch of a watched delimiter (`(?<=;)...`) can
+      match, "" when each is anchored at the buffer's start (`^...`); None when there is none. The facts
+      above leave those branches out: they hold only past the buffer's start, where none of these
+      characters is in the text looked at nor just before it.
     - `dirty`: the flag of the chunks routed in this state.
+
+    `start_char` may hold several characters (up to three): the fast modes then test a chunk for each,
+    and for the guard characters too.
     """
 
     __slots__ = (
         "dirty",
         "end_scan",
         "entered",
+        "guard",
         "mode",
         "patterns",
         "runs",
@@ -64,6 +72,7 @@ class State:
         "starters",
         "starts",
         "stems",
+        "watched",
     )
 
     def __init__(
@@ -78,6 +87,7 @@ class State:
         stems: tuple[str, ...] = (),
         starters: tuple[str, ...] | None = None,
         patterns: tuple[Any, ...] = (),
+        guard: str | None = None,
         dirty: bool = False,
         **retired: Any,
     ) -> None:
@@ -92,6 +102,7 @@ class State:
         self.stems = stems
         self.starters = stems if starters is None else starters
         self.patterns = patterns
+        self.guard = guard
         self.dirty = dirty
         # What entering the state sets, in the order `CompiledParser._reset` and `_open` unpack it: one
         # unpack instead of eight attribute reads, since a whole-message parse changes state at every
@@ -102,7 +113,11 @@ class State:
         prefixes = frozenset(
             stem[:k] for stem in stems if len(stem) <= STEM_LIMIT for k in range(1, len(stem))
         )
-        self.entered = (scan, end_scan, start_char, run, dirty, stems, prefixes, patterns)
+        # The character the fast modes test a chunk for with `in`; "" when there are several (start and
+        # guard characters), and the fast modes then ask `_starts_nothing` of every chunk.
+        watched = self.watched = start_char + guard if start_char is not None and guard else start_char
+        test = watched if watched is None or len(watched) == 1 else ""
+        self.entered = (scan, end_scan, test, run, dirty, stems, prefixes, patterns)
 
 
 class Field:

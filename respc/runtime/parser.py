@@ -17,7 +17,7 @@ can without a pass, exactly as the pass would, and hands every other chunk to th
 
 | mode | installed when | a chunk it takes |
 |---|---|---|
-| plain | the state's mode (a region, one start character, no lead runs); the region is open, nothing held | holds no start character, or starts nothing: routed as one event |
+| plain | the state's mode (a region, up to three start characters, no lead runs); the region is open, nothing held | holds no start character, or starts nothing: routed as one event |
 | lead | the state's mode (as plain, with delimiters that start with a run of one class, `\\s*<x>`); the region is open; nothing held but a run | starts nothing: routed up to its trailing run, which is held (a chunk that is all run is set aside, not copied) |
 | discard | the state's mode (outside every region of a template without implicit field); nothing held | holds no start character: dropped |
 | bare | the state's mode (the region watches no delimiter); the region is open | any text: routed |
@@ -25,7 +25,8 @@ can without a pass, exactly as the pass would, and hands every other chunk to th
 | general | otherwise (after construction, an error, `finalize`) | every chunk: a chunk that ends in a stem's proper prefix after text with no start character is held without a scan (`_hold_stem`); a chunk in which nothing can start is routed without a scan (`_skips_scan`); any other takes the oracle's pass (`_process`) |
 
 Within a pass, the state entered after a commit is not scanned when what is left starts nothing
-(`_rest_hold`). A mode never changes what is routed, held or committed; `feed_mode` names the current one
+(`_rest_hold`). The facts the fast modes rest on leave out guarded branches (`^...`, `(?<=;)...`), so
+none of them is taken where one may match (`_unguarded`; docs/internals.md says why each is exact). A mode never changes what is routed, held or committed; `feed_mode` names the current one
 (the tests record the modes streams take).
 
 Routed text reaches a region's body through `_route` (append, coalesce long bodies, emit the chunk). The
@@ -301,7 +302,7 @@ class CompiledParser:
         names takes it. (Dispatched by `_mode`, not through `self.feed`, which a caller may have wrapped.)"""
         mode = self._mode
         if mode == _PLAIN:
-            return self._feed_plain(text) if self.CONTEXT else self._feed_plain_literal(text)
+            return self._plain_mode()(text)
         if mode == _LEAD:
             return self._feed_lead(text)
         if mode == _HELD:
@@ -339,7 +340,7 @@ class CompiledParser:
             self._mode == _PLAIN
             and text
             and type(text) is str
-            and (self._start_char not in text or self._starts_nothing(text, _find(text, self._start_char)))
+            and (self._start_char not in text or self._starts_nothing(text))
         ):
             self._buf = text  # the chunk is all the context the patterns can look back at
             self._pos = len(text)
@@ -349,6 +350,11 @@ class CompiledParser:
                 self._coalesce()
             return [{"type": "region_chunk", "field": self._current, "text": text, "dirty": self._dirty}]
         return self._general(text) if self._mode == _PLAIN else self._installed(text)
+
+    def _plain_mode(self) -> Any:
+        """The method of mode plain for the state entered: without regex delimiters, one that keeps no
+        context, when the state has one start character (`_feed_plain_literal`)."""
+        return self._feed_plain if self.CONTEXT or not self._start_char else self._feed_plain_literal
 
     def _feed_plain_literal(self, text: str) -> list[dict]:
         """Mode plain for a template without regex delimiters: literals never look back, so the chunk
@@ -394,9 +400,7 @@ class CompiledParser:
             # here. Answering directly keeps the empty deltas of a streaming detokenizer from sending a
             # held run through the general mode (rejoined, rescanned).
             return []
-        if type(text) is str and (
-            self._start_char not in text or self._starts_nothing(text, _find(text, self._start_char))
-        ):
+        if type(text) is str and (self._start_char not in text or self._starts_nothing(text)):
             run = self._run
             pieces = self._run_pieces
             if text[-1] not in run:
@@ -504,16 +508,21 @@ class CompiledParser:
         is not so. (After a feed that raised, the state entered and the buffer are still the oracle's, so
         the same holds there.)"""
         buf = self._buf + text  # a non-str chunk raises TypeError here, as upstream's concatenation
-        mode = self.STATES[self._current].mode
+        state = self.STATES[self._current]
+        if state.guard is not None and not self._unguarded(self._buf, self._pos, text):
+            return None
+        mode = state.mode
         plain = mode == "plain" and self._opened and not self._empty_open
-        cut = _find(text, self._start_char) if plain or (mode == "discard" and not self._empty_open) else 0
+        first = state.start_char
+        cut = _first_of(text, first) if plain or (mode == "discard" and not self._empty_open) else 0
         rest = text[cut:] if cut else text
         if rest in self._stem_prefixes:
             pattern = None  # (the held mode finds the pattern whose stem it is, if it needs it)
         else:
-            first = self._start_char
             pattern = (
-                self._lead_pattern(rest) if self._patterns and (first is None or first in rest) else None
+                self._lead_pattern(rest)
+                if self._patterns and (first is None or _first_of(rest, first) >= 0)
+                else None
             )
             if pattern is None:
                 return None
@@ -556,10 +565,14 @@ class CompiledParser:
     def _settle(self) -> None:
         """Install the mode of the next feed, from where the pass left the parser: the state's own mode
         (the plan's choice, `State.mode`) while the region is open and nothing but a run (in mode lead) is
-        held; mode held while a known partial match is; else the general mode."""
+        held; mode held while a known partial match is; else the general mode. (None of them where a
+        guarded branch may match: a complete match of one is committed even beside a partial match of the
+        delimiter's other branches, `^|<think>` at position 0, so held text says nothing there either.)"""
         buf, pos = self._buf, self._pos
         at_rest = pos == len(buf)
-        if not at_rest and (self._stems or self._patterns):
+        state = self.STATES[self._current]
+        guarded = state.guard is not None and not self._unguarded(buf, pos)
+        if not at_rest and (self._stems or self._patterns) and not guarded:
             rest = buf[pos:]
             if rest in self._stem_prefixes:
                 self._held = rest
@@ -575,17 +588,17 @@ class CompiledParser:
                             pattern if pattern.head is None else held_pattern(pattern, buf, pos)
                         )
                         break
-        mode = self.STATES[self._current].mode
-        if self._empty_open or mode == "general":
+        mode = state.mode
+        if self._empty_open or mode == "general" or guarded:
             pass
         elif mode == "plain":
             if at_rest and self._opened:
                 self._mode = _PLAIN
-                self.feed = self._feed_plain if self.CONTEXT else self._feed_plain_literal
+                self.feed = self._plain_mode()
                 return
         elif mode == "lead":
             # (Not while a partial match is held: the lead mode would only hand it on.)
-            if self._opened and (at_rest or _find(buf, self._start_char, pos) < 0):
+            if self._opened and (at_rest or _first_of(buf, state.start_char, pos) < 0):
                 self._mode = _LEAD
                 self.feed = self._feed_lead
                 return
@@ -639,18 +652,18 @@ class CompiledParser:
     def _skips_scan(self, text: str) -> bool:
         """Whether no watched delimiter can start in `text` nor complete in the held text: nothing is held,
         or (when lead runs are watched) the held text is such a run, holding no start character either."""
-        first = self._start_char
         state = self.STATES[self._current]
+        first = state.start_char
+        if state.guard is not None and not self._unguarded(self._buf, self._pos, text):
+            return False
         if first is not None:
             if self._pos == len(self._buf):
-                at = _find(text, first)
-                return at < 0 or self._starts_nothing(text, at)
+                return self._starts_nothing(text)
             grown = self._buf[self._pos :] + text  # the held text too: nothing may start in either
-            at = _find(grown, first)
-            if at >= 0:
+            if _first_of(grown, first) >= 0:
                 # (A held partial match that the chunk ends, as '<' then '/par' when '</function>' is
                 # watched, starts nothing either.)
-                return self._starts_nothing(grown, at)
+                return self._starts_nothing(grown)
             return bool(state.runs)  # the held text is a run (without runs, a partial match holds one)
         starts = state.starts
         if starts is None or starts.search(text) is not None:
@@ -662,33 +675,67 @@ class CompiledParser:
             return False  # held text is a partial delimiter the chunk may complete
         return starts.search(buf, pos) is None
 
-    def _starts_nothing(self, text: str, at: int) -> bool:
+    def _starts_nothing(self, text: str) -> bool:
         """Whether no match and no partial match of a watched delimiter starts in `text` (the text from the
-        scan position to the end of the buffer, whose first start character is at `at`), by the state's
-        `starters`: every match starts (after its lead run) with one, so one that starts in the text
-        either holds a whole starter or runs to its end as a proper prefix of one, which then starts at
-        a start character. The oracle's pass then routes it all (a lead run at the end is held by
-        `_route_skipping_scan`)."""
-        starters = self.STATES[self._current].starters
-        if not starters:
-            return False
+        scan position to the end of the buffer): it holds no start character (nor guard character), or,
+        by the state's `starters`, every match starts (after its lead run) with one, so one that starts
+        in the text either holds a whole starter or runs to its end as a proper prefix of one, which then
+        starts at a start character. The oracle's pass then routes it all (a lead run at the end is held
+        by `_route_skipping_scan`). What comes before the text is the caller's to rule out (the guard's
+        `_unguarded`). The fast modes ask it when the one character they test is in the chunk, or always
+        for a state with several (`_start_char` is then "")."""
+        state = self.STATES[self._current]
+        for char in state.watched:
+            if char in text:
+                break
+        else:
+            return True  # (the commonest answer, asked of every chunk in a state with several)
+        guard = state.guard
+        if guard:
+            for char in guard:
+                if char in text:
+                    return False
+        starters = state.starters
         for starter in starters:
             if starter in text:
                 return False
-        first = self._start_char
-        while at >= 0:
-            rest = text[at:]
-            for starter in starters:
-                if len(starter) > len(rest) and starter.startswith(rest):
-                    return False
-            at = _find(text, first, at + 1)
+        for first in state.start_char:
+            at = _find(text, first)
+            if at >= 0 and not starters:
+                return False
+            while at >= 0:
+                rest = text[at:]
+                for starter in starters:
+                    if len(starter) > len(rest) and starter.startswith(rest):
+                        return False
+                at = _find(text, first, at + 1)
+        return True
+
+    def _unguarded(self, buf: str, pos: int, text: str = "") -> bool:
+        """Whether no guarded branch of a watched delimiter (`State.guard`) can match in `buf[pos:]` and
+        `text`: the parser is past the buffer's start, and no guard character is in them or just before
+        them (a branch `^...` matches only at transformers' position 0, which it never trims away, and a
+        branch `(?<=;)...` only right after a `;`)."""
+        guard = self.STATES[self._current].guard
+        if guard is None:
+            return True
+        if pos < 1:
+            return False
+        for char in guard:
+            if char in text or _find(buf, char, pos - 1) >= 0:
+                return False
         return True
 
     def _route_skipping_scan(self, events: list[dict], text: str) -> None:
         """No watched delimiter can start in the chunk (nor complete in the held text): the oracle's pass
         routes everything but a trailing run that a lead-run delimiter (`\\s*<tool_call>`) may start."""
-        buf = self._buf + text if self.CONTEXT is None or self._pos < len(self._buf) else text
-        pos = self._pos if buf is not text else 0
+        if self.CONTEXT is None or self._pos < len(self._buf):
+            buf, pos = self._buf + text, self._pos
+        else:
+            # One character of context is all the patterns look back at; keeping it also keeps a chunk
+            # from passing for the buffer's start, where a branch `^...` could match.
+            buf = self._buf[-1:] + text
+            pos = len(buf) - len(text)
         runs = self.STATES[self._current].runs
         if not runs:
             hold = len(buf)
@@ -908,16 +955,17 @@ class CompiledParser:
             return pos
         if left > _REST:
             return -1  # a long rest: the scan costs little more than these tests
+        state = self.STATES[self._current]
+        if state.guard is not None and not self._unguarded(buf, pos):
+            return -1
         rest = buf[pos:]
         if rest in self._stem_prefixes:
             return pos
-        first = self._start_char
-        if first is None:
+        if state.start_char is None:
             return -1
-        at = _find(rest, first)
-        if at >= 0 and not self._starts_nothing(rest, at):
+        if not self._starts_nothing(rest):
             return -1
-        runs = self.STATES[self._current].runs
+        runs = state.runs
         if not runs:
             return len(buf)
         return run_start(buf, pos, runs[0]) if len(runs) == 1 else -1
@@ -1068,3 +1116,15 @@ def _overlap_free(literals: tuple[str, ...]) -> bool:
     if not all(literals):
         return False
     return not any(a[k:] == b[: len(a) - k] for a in literals for b in literals for k in range(1, len(a)))
+
+
+def _first_of(text: str, chars: str, start: int = 0) -> int:
+    """The index of the first of `chars` in `text` from `start`, or -1 (`str.find` for one character)."""
+    if len(chars) == 1:
+        return _find(text, chars, start)
+    first = -1
+    for char in chars:
+        at = _find(text, char, start)
+        if at >= 0 and (first < 0 or at < first):
+            first = at
+    return first

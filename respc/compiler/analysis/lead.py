@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import regex
 
+from respc.compiler.analysis.guards import split_branches
 from respc.compiler.analysis.starts import first_chars
 from respc.compiler.analysis.syntax import MAXREPEAT, is_plain, parse, plain_items
 from respc.runtime.scan import RUN_CLASSES
 
-__all__ = ["LEADS", "literal_run", "split_lead"]
+__all__ = ["LEADS", "branch_lead", "literal_run", "split_lead"]
 
 # (pattern prefix, regex class of one run character): the leading runs many delimiters start with.
 LEADS = ((r"\s*", r"\s"), (r"\n*", r"\n"), (r"[ \t]*", r"[ \t]"), (" *", " "))
@@ -54,6 +55,37 @@ def split_lead(pattern: str) -> tuple[str, str] | None:
             return None
         return run_class, rest
     return None
+
+
+def branch_lead(pattern: str) -> tuple[str, str] | None:
+    """`(run class, rest)` when `pattern` is an alternation whose branches each start with a run of one
+    class (`split_lead`) or with no run character at all (`\\s*;x|<e>`): `rest` is the alternation of the
+    branches past their runs (`;x|<e>`). A match then starts with a run of the class (perhaps empty) and
+    a character `rest` starts with, as for `split_lead`, which is what the fast modes need to know (mode
+    lead holds a chunk's trailing run back); the scan still searches the whole pattern. None otherwise,
+    and for a pattern `split_lead` splits."""
+    branches = split_branches(pattern)
+    if branches is None or len(branches) < 2 or not is_plain(pattern):
+        return None
+    classes, rests = set(), []
+    for branch in branches:
+        split = split_lead(branch)
+        if split is None:
+            rests.append(branch)
+        else:
+            classes.add(split[0])
+            rests.append(split[1])
+    if len(classes) != 1:
+        return None
+    (run_class,) = classes
+    rest = "|".join(rests)
+    first = first_chars(rest)
+    if not first or not all(len(item) == 1 or (len(item) == 2 and not item[1].isalnum()) for item in first):
+        return None
+    run = regex.compile(run_class)
+    if any(run.fullmatch(item[-1]) for item in first):
+        return None
+    return run_class, rest
 
 
 def _lazy_repeat_that_may_fail(items: list) -> bool:

@@ -1,0 +1,177 @@
+"""Guarded alternatives: branches of a delimiter that can match only at the start of the buffer or right
+after one character.
+
+transformers never trims its buffer, so a branch written `^...` (or `\\A...`) can match only at its
+position 0, and a branch written `(?<=;)...` only right after a `;`. Once the parser has consumed a
+character, and the text before and in a chunk holds no such character, those branches cannot start in it:
+the chunk is judged by the other branches alone (the fast modes' facts), and the scans, which search the
+whole pattern, stay as they are. llama3's tool-call opener (`^\\s*...|(?<=;)\\s*...`) and gemma3's
+(`(?:^|\\n\\n)(?=\\[...)`) are written so.
+"""
+
+from __future__ import annotations
+
+import re
+
+from respc.compiler.analysis.syntax import is_plain, parse
+
+__all__ = ["LOOKS_BACK", "guarded", "split_branches"]
+
+# Syntax that looks behind the scan position, or changes how far back a boundary looks (a guard's own
+# lookbehind is set aside before this is asked).
+LOOKS_BACK = re.compile(r"\(\?<[=!]|\(\?[a-zA-Z0-9^-]*[wr][a-zA-Z0-9^-]*[:)]")
+
+
+def guarded(pattern: str) -> tuple[str, str] | None:
+    """`(rest, guard)` when some top-level branch of `pattern` (or of a leading non-capturing group, as in
+    `(?:^|\\n\\n)X`) is guarded: `rest` is the alternation of the unguarded branches ("" when every branch
+    is guarded), `guard` the characters after which a guarded branch can match ("" when each is anchored
+    at the start). None when no branch is guarded, when a branch looks back otherwise (the patterns then
+    need the whole consumed text), or when the pattern is outside the syntax the analyses read."""
+    if not is_plain(pattern):
+        return None
+    branches = _branches(pattern)
+    if branches is None:
+        return None
+    rest, guard, found = [], set(), False
+    for branch in branches:
+        kind, after = _guard_of(branch)
+        if kind is None:
+            rest.append(branch)
+        elif kind == "":
+            found = True
+        else:
+            found = True
+            guard |= set(kind)
+        if LOOKS_BACK.search(after):
+            return None
+    if not found:
+        return None
+    joined = "|".join(rest)
+    try:
+        if joined:
+            parse(joined)
+    except Exception:
+        return None
+    return joined, "".join(sorted(guard))
+
+
+def _guard_of(branch: str) -> tuple[str | None, str]:
+    """`(guard, after)`: "" for a branch anchored at the start, the lookbehind's characters for one that
+    starts `(?<=c)` or `(?<=[...])` (one character of a small literal set), None for an unguarded branch;
+    `after` is the branch past its guard."""
+    for anchor in ("^", "\\A"):
+        if branch.startswith(anchor):
+            return "", branch[len(anchor) :]
+    if branch.startswith("(?<="):
+        end = _group_end(branch, 0)
+        if end is not None:
+            chars = _one_char(branch[4 : end - 1])
+            if chars:
+                return chars, branch[end:]
+    return None, branch
+
+
+def _one_char(body: str) -> str | None:
+    """The characters of a lookbehind that reads one literal character (or one of a class of literals)."""
+    try:
+        items = parse(body)
+    except Exception:
+        return None
+    if len(items) != 1:
+        return None
+    op, av = items[0]
+    if str(op) == "LITERAL":
+        return chr(av)
+    if str(op) == "IN" and av and all(str(kind) == "LITERAL" for kind, _ in av) and len(av) <= 4:
+        return "".join(chr(value) for _, value in av)
+    return None
+
+
+def _branches(pattern: str) -> list[str] | None:
+    """The top-level branches of `pattern`; a single branch that starts with a non-capturing group of
+    branches, not repeated, is distributed over what follows it (`(?:A|B)C` as `AC`, `BC`)."""
+    top = split_branches(pattern)
+    if top is None:
+        return None
+    if len(top) == 1 and pattern.startswith("(?:"):
+        end = _group_end(pattern, 0)
+        if end is None:
+            return None
+        if end < len(pattern) and pattern[end] in "*+?{":
+            return top
+        inner = split_branches(pattern[3 : end - 1])
+        if inner is None:
+            return None
+        if len(inner) > 1:
+            return [branch + pattern[end:] for branch in inner]
+    return top
+
+
+def split_branches(pattern: str) -> list[str] | None:
+    """`pattern` cut at its top-level `|` (None when its brackets do not balance)."""
+    branches, depth, start, i = [], 0, 0, 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            i += 2
+            continue
+        if char == "[":
+            i = _class_end(pattern, i)
+            if i is None:
+                return None
+            continue
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth < 0:
+                return None
+        elif char == "|" and depth == 0:
+            branches.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    if depth:
+        return None
+    branches.append(pattern[start:])
+    return branches
+
+
+def _class_end(pattern: str, i: int) -> int | None:
+    """The index past the character class opening at `i`."""
+    i += 1
+    if pattern.startswith("^", i):
+        i += 1
+    if pattern.startswith("]", i):
+        i += 1  # a `]` right after `[` or `[^` is a member
+    while i < len(pattern):
+        if pattern[i] == "\\":
+            i += 2
+            continue
+        if pattern[i] == "]":
+            return i + 1
+        i += 1
+    return None
+
+
+def _group_end(pattern: str, i: int) -> int | None:
+    """The index past the group opening at `i`."""
+    depth = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            i += 2
+            continue
+        if char == "[":
+            i = _class_end(pattern, i)
+            if i is None:
+                return None
+            continue
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return None

@@ -1,0 +1,212 @@
+"""Guarded branches and several start characters, against transformers (issue #31).
+
+A delimiter branch written `^...` can match only at position 0 of transformers' buffer, which it never
+trims, and one written `(?<=;)...` only right after a `;` (`respc.compiler.analysis.guards`). The fast
+modes judge a chunk by the other branches once the parser is past the buffer's start and no guard
+character is in or just before the text they look at (`State.guard`); a state whose delimiters start with
+up to three characters tests each (`_start_char` is then "" and `_starts_nothing` decides). The templates
+below put both on their edges: a guarded complete match beside a partial match of another branch at
+position 0 (`^|<think>`, as ERNIE writes it), a lookbehind guard whose character ends a chunk or a run,
+prefixes that leave the parser at position 0 or past it, and start characters that start nothing.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support.compare import SUPPORTED_TARGETS, assert_same, chunkings, oracle_stream, respc_stream
+
+import respc
+from respc.compiler.analysis import guarded
+from respc.compiler.plan import plan_parser
+from respc.spec import load_template
+
+_CALL = r'(?=\{\s*"n":)'
+TEMPLATES = [
+    {  # llama3's JSON tool calls: a `^` branch and a `(?<=;)` branch, and calls split by `;`
+        "start_anchor": "S",
+        "fields": {
+            "tool_calls": {
+                "open_pattern": r"^\s*(?:<\|py\|>\s*)?" + _CALL + r"|(?<=;)\s*" + _CALL,
+                "close_pattern": r"\s*;" + _CALL + r"|<\|e\|>",
+                "repeats": True,
+                "content": "json",
+            },
+            "content": {"close_pattern": r"\s*(?:<\|e\|>|<\|m\|>)"},
+        },
+    },
+    {  # llama3's pythonic calls: an opener that matches only at the start
+        "start_anchor": "S",
+        "fields": {
+            "tool_calls": {"open_pattern": r"^(?=\[)|<\|ps\|>", "close": ["<|e|>", "<|pe|>"]},
+            "content": {"close": ["<|e|>", "<|m|>"]},
+        },
+    },
+    {  # gemma3: a leading group with a `^` branch, and a newline start character
+        "start_anchor": "S",
+        "fields": {
+            "tool_calls": {"open_pattern": r"(?:^|\n\n)(?=\[[a-z])", "close": "<e>"},
+            "content": {"close": ["<e>", "<eos>"]},
+        },
+    },
+    {  # ERNIE: `^` beside a literal in one pattern, no implicit field (text outside regions is dropped)
+        "start_anchor": "S",
+        "fields": {
+            "reasoning_content": {"open_pattern": r"(?:^|<think>\s*)", "close": "</think>"},
+            "content": {"open": "<r>\n", "close_pattern": r"\n?</r>"},
+            "tool_calls": {"open": "<t>", "close": "</t>"},
+        },
+    },
+    {  # several start characters: two literal lists, no regex (no context kept)
+        "start_anchor": "S",
+        "fields": {
+            "reasoning_content": {"open": ["[T]", "<think>"], "close": ["[/T]", "</think>"]},
+            "tool_calls": {"open": "[C]", "close": "</s>"},
+            "content": {"close": "</s>"},
+        },
+    },
+    {  # several start characters after a lead run (hunyuan, phi4-mini), and a class lookbehind guard
+        "start_anchor": "S",
+        "fields": {
+            "reasoning_content": {"open": "<think>", "close": "</think>"},
+            "tool_calls": {"open_pattern": r"\s*<t>|(?<=[;,])f\(", "close": "</t>"},
+            "content": {"close_pattern": r"\s*(?:<a>|助：|<\|e\|>)"},
+        },
+    },
+]
+PIECES = [
+    "S",
+    ";",
+    ",",
+    " ",
+    "\n",
+    "\n\n",
+    '{"n": 1}',
+    '{"n":',
+    "{",
+    '"n"',
+    "<|py|>",
+    "<|e|>",
+    "<|e",
+    "<|m|>",
+    "<|ps|>",
+    "<|pe|>",
+    "[",
+    "[f]",
+    "[T]",
+    "[/T]",
+    "[C]",
+    "<think>",
+    "<th",
+    "</think>",
+    "<r>\n",
+    "\n</r>",
+    "</r>",
+    "<t>",
+    "</t>",
+    "f(",
+    "<a>",
+    "助：",
+    "助",
+    "<e>",
+    "<eos>",
+    "</s>",
+    "<",
+    "word",
+    "a; b",
+]
+PREFIXES = ["", "xS", "xSab", "xS;", "xS\n"]
+
+
+@pytest.mark.parametrize("target", SUPPORTED_TARGETS)
+@pytest.mark.parametrize("index", range(len(TEMPLATES)))
+@settings(max_examples=120, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=14), st.sampled_from(PREFIXES), st.integers(0, 2**16))
+def test_streams_agree_with_transformers(
+    target: str, index: int, pieces: list[str], prefix: str, seed: int
+) -> None:
+    template, text = TEMPLATES[index], "".join(pieces)
+    respc.compile_template(template)  # each template is valid: an invalid one would compare only errors
+    for chunks in chunkings(text, seed, random_splits=2):
+        ours = respc_stream(template, prefix, chunks, target=target)
+        theirs = oracle_stream(template, prefix, chunks, target=target)
+        assert_same(ours, theirs, template, f"prefix {prefix!r}, chunks {chunks!r}", target)
+
+
+@pytest.mark.parametrize(
+    ("index", "prefix", "chunks"),
+    [
+        # `^` completes at position 0 beside `<think>`'s partial match: committed once `<th` stops being
+        # a prefix of `<t>` (the held text says nothing at position 0).
+        (3, "xS", ["<", "t", "h", "ink>x</think>"]),
+        (3, "xS", ["<th", "ink>", "\nhi</think><r>\nok\n</r>"]),
+        # The guard character ends a chunk, ends a routed run, or comes right after a call.
+        (0, "xS", ["hi", ";", ' {"n": 1}', "<|e|>"]),
+        (0, "xS", ["hi;", " ", ' {"n": 1}', "<|e|>"]),
+        (0, "xS", ["hi ", ";", "\n", '{"n"', ": 1}<|e|>"]),
+        (0, "xS", [' {"n": 1};{"n": 2}', "<|e|>"]),
+        (0, "xS;", [' {"n": 1}', "<|e|>"]),
+        # A run alone as the first chunks: the start of the buffer stays where `^` can match.
+        (0, "xS", [" ", "\n", '{"n": 1}<|e|>']),
+        (1, "xS", [" ", "[f()]<|e|>"]),
+        (1, "xSab", ["[f()]<|e|>"]),
+        (2, "xS", ["hi", "\n", "\n", "[a]<e>"]),
+        (2, "xS\n", ["\n[a]<e>"]),
+        # Start characters that start nothing, or a starter across chunks.
+        (4, "xS", ["a<b", "[x", "]<th", "ink>r[/T]", "c</s>"]),
+        (5, "xS", ["hi 助", "手", " 助：", "x"]),
+        (5, "xS", ["a,", "f(1)</t>", "b;f", "(2)</t><|e|>"]),
+    ],
+)
+@pytest.mark.parametrize("target", SUPPORTED_TARGETS)
+def test_edge_streams_agree_with_transformers(
+    index: int, prefix: str, chunks: list[str], target: str
+) -> None:
+    template = TEMPLATES[index]
+    ours = respc_stream(template, prefix, chunks, target=target)
+    assert_same(ours, oracle_stream(template, prefix, chunks, target=target), template, repr(chunks), target)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "expected"),
+    [
+        (r"^(?=\[)", ("", "")),
+        (r"^(?=\[)|<\|ps\|>", (r"<\|ps\|>", "")),
+        (r"(?:^|\n\n)(?=\[[a-z])", (r"\n\n(?=\[[a-z])", "")),
+        (r"^\s*x|(?<=;)\s*y", ("", ";")),
+        (r"\s*<t>|(?<=[;,])f\(", (r"\s*<t>", ",;")),
+        (r"\A<a>|b", ("b", "")),
+        # Not guards: no guarded branch, a wider lookbehind, a lookbehind elsewhere, a repeated group,
+        # inline flags (`(?m)^` matches after every newline).
+        (r"<a>|b", None),
+        (r"(?<=</i>)\s*<a>", None),
+        (r"^a|b(?<=b)", None),
+        (r"(?:^|x)+a", None),
+        (r"(?m)^a|b", None),
+        (r"a|[|]|^b", ("a|[|]", "")),
+    ],
+)
+def test_guarded_branches_are_read_as_written(pattern: str, expected: tuple[str, str] | None) -> None:
+    assert guarded(pattern) == expected
+
+
+@pytest.mark.parametrize(
+    ("name", "state", "mode", "start_char", "guard"),
+    [
+        ("llama3_json", "content", "lead", "<", ";"),
+        ("llama3_pythonic", "content", "plain", "<", ""),
+        ("llama4", "content", "plain", "<", ""),
+        ("gemma3_pythonic", "content", "plain", "<\n", ""),
+        ("phi4_mini", "content", "lead", "<f", None),
+        ("hunyuan", "content", "lead", "<助", None),
+        ("mistral_v11", "content", "plain", "<[", None),
+    ],
+)
+def test_presets_that_lagged_take_fast_modes(
+    name: str, state: str, mode: str, start_char: str, guard: str | None
+) -> None:
+    """The presets whose content states took a pass per chunk (docs/benchmarks.md) now take a fast mode."""
+    plan = plan_parser(load_template(respc.load_preset(name).TEMPLATE, "5.24"), name)
+    found = {s.key: s for s in plan.states}[state]
+    assert (found.mode, found.start_char, found.guard) == (mode, start_char, guard)

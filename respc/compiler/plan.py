@@ -91,6 +91,7 @@ class Delimiter:
     # The characters right after which a guarded branch (`guarded`: `(?<=;)...`) can match, "" when each
     # is anchored at the buffer's start (`^...`); None when no branch is guarded.
     guard: str | None = None
+    guard_width: int = 0  # how far back the guards' lookbehinds read
     # What the fast modes see instead of the delimiter: its unguarded branches, as a delimiter of their
     # own (None when every branch is guarded), or, for an alternation whose branches start with one
     # class of run or none (`branch_lead`), the delimiter as a lead-run delimiter (for its facts only).
@@ -756,6 +757,7 @@ def _delimiter(field: Field, ident: str, kind: str, anchor: Anchor, target: Targ
             recheck=target.recheck_regex_matches and not stable_end(anchor.pattern),
             literal_run=literal_run(rest or anchor.pattern),
             guard=None if guard is None else guard[1],
+            guard_width=0 if guard is None else guard[2],
             view=view,
         )
         if branches is not None:
@@ -895,9 +897,10 @@ def plan_parser(spec: Spec, source_name: str = "<template>") -> ParserPlan:
     if implicit is not None and implicit in closes:
         outside += (closes[implicit],)
     patterns = [d for d in delimiters if d.anchor.literals is None]
-    # (A guarded delimiter's guards look back one character, and its branches past them no further.)
+    # (A guarded delimiter's guards look back as far as their lookbehinds read, and its branches past them
+    # one character at most.)
     looks_back = any(d.guard is None and LOOKS_BACK.search(d.anchor.pattern) for d in patterns)
-    context = None if looks_back else (1 if patterns else 0)
+    context = None if looks_back else (max(1, *(d.guard_width for d in patterns)) if patterns else 0)
     states = [
         State(
             implicit,

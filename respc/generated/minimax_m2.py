@@ -68,6 +68,7 @@ CONTENT_CLOSE_WHOLE = LazyRegex(
 )
 START_ANCHOR_LITERALS = ("]~b]ai\n",)
 START_ANCHOR_RE = re.compile("|".join(map(re.escape, START_ANCHOR_LITERALS)))
+_OUTSIDE_STARTS = re.compile(r"[<\[]")
 
 # Content parser arguments and transforms the value functions read, as written in the template, and each
 # field's parser, specialised to its arguments when the module is imported.
@@ -231,12 +232,15 @@ class ResponseParser(CompiledParser):
     IMPLICIT = "content"
     STATES: ClassVar[dict] = {
         "content": State(
-            mode="general",
+            mode="lead",
             scan=_scan_outside,
             end_scan=_end_outside,
+            start_char="<[",
+            guard=">",
             runs=(RUN_WHITESPACE,),
             stems=(
                 "</minimax:tool_call>",
+                "<minimax:tool_call>",
                 REASONING_CONTENT_OPEN,
                 "[e~[",
             ),
@@ -246,14 +250,14 @@ class ResponseParser(CompiledParser):
             ),
         ),
         "reasoning_content": State(
-            mode="general",
+            mode="plain",
             scan=_scan_reasoning_content,
             end_scan=_end_reasoning_content,
             start_char="<",
             stems=(REASONING_CONTENT_CLOSE,),
         ),
         "tool_calls": State(
-            mode="general",
+            mode="plain",
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             start_char="<",
@@ -271,7 +275,7 @@ class ResponseParser(CompiledParser):
     START_ANCHOR = START_ANCHOR_RE
     START_ANCHOR_KIND = "start_anchor"
     START_ANCHOR_LITERALS = START_ANCHOR_LITERALS
-    CONTEXT = None
+    CONTEXT = 9
     PATTERNS = (TOOL_CALLS_OPEN_RE, CONTENT_CLOSE_RE, CONTENT_CLOSE_WHOLE)
     END_MEMO = True  # the end-of-stream scans take `memo`
 

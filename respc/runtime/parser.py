@@ -107,10 +107,12 @@ class CompiledParser:
     # class is created.
     START_ANCHOR_LITERALS: ClassVar[tuple[str, ...] | None] = None
     _RFIND_ANCHORS: ClassVar[tuple[str, ...] | None] = None
+    _WIDE: ClassVar[bool] = False  # CONTEXT > 1 (a wide lookbehind guard): the fast modes take `_feed_wide`
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         check_contract(cls)
+        cls._WIDE = (cls.CONTEXT or 0) > 1 if "CONTEXT" in cls.__dict__ else cls._WIDE
         if "START_ANCHOR" in cls.__dict__ or "START_ANCHOR_LITERALS" in cls.__dict__:
             literals = cls.__dict__.get("START_ANCHOR_LITERALS")  # (a subclass's anchor, not its parent's)
             cls._RFIND_ANCHORS = literals if literals is not None and _overlap_free(literals) else None
@@ -304,11 +306,11 @@ class CompiledParser:
         if mode == _PLAIN:
             return self._plain_mode()(text)
         if mode == _LEAD:
-            return self._feed_lead(text)
+            return self._feed_wide(text) if self._WIDE else self._feed_lead(text)
         if mode == _HELD:
             return self._feed_held(text)
         if mode == _DISCARD:
-            return self._feed_discard(text)
+            return self._feed_wide(text) if self._WIDE else self._feed_discard(text)
         if mode == _BARE:
             return self._feed_bare(text)
         return self._general(text)
@@ -353,8 +355,30 @@ class CompiledParser:
 
     def _plain_mode(self) -> Any:
         """The method of mode plain for the state entered: without regex delimiters, one that keeps no
-        context, when the state has one start character (`_feed_plain_literal`)."""
+        context, when the state has one start character (`_feed_plain_literal`); with a guard that looks
+        back further than one character, one that keeps that much (`_feed_wide`)."""
+        if self._WIDE:
+            return self._feed_wide
         return self._feed_plain if self.CONTEXT or not self._start_char else self._feed_plain_literal
+
+    def _feed_wide(self, text: str) -> list[dict]:
+        """Modes plain, lead and discard for a template whose guard looks back more than one character
+        (`(?<=</invoke>)`, `CONTEXT` > 1): their fast paths keep only the chunk as the buffer, so the
+        `CONTEXT` characters before it are put back in front of it."""
+        before, pieces, mode = self._buf, self._run_pieces, self._mode
+        if mode == _LEAD:
+            events = self._feed_lead(text)
+        elif mode == _PLAIN:
+            events = self._feed_plain(text)
+        elif mode == _DISCARD:
+            events = self._feed_discard(text)
+        else:
+            return self._installed(text)  # (a `feed` bound while this mode was installed)
+        if self._buf is text and before:
+            context = (before + "".join(pieces) if pieces else before)[-self.CONTEXT :]
+            self._buf = context + text
+            self._pos += len(context)
+        return events
 
     def _feed_plain_literal(self, text: str) -> list[dict]:
         """Mode plain for a template without regex delimiters: literals never look back, so the chunk
@@ -600,12 +624,12 @@ class CompiledParser:
             # (Not while a partial match is held: the lead mode would only hand it on.)
             if self._opened and (at_rest or _first_of(buf, state.start_char, pos) < 0):
                 self._mode = _LEAD
-                self.feed = self._feed_lead
+                self.feed = self._feed_wide if self._WIDE else self._feed_lead
                 return
         elif mode == "discard":
             if at_rest:
                 self._mode = _DISCARD
-                self.feed = self._feed_discard
+                self.feed = self._feed_wide if self._WIDE else self._feed_discard
                 return
         elif at_rest and self._opened:  # bare
             self._mode = _BARE
@@ -729,12 +753,13 @@ class CompiledParser:
     def _route_skipping_scan(self, events: list[dict], text: str) -> None:
         """No watched delimiter can start in the chunk (nor complete in the held text): the oracle's pass
         routes everything but a trailing run that a lead-run delimiter (`\\s*<tool_call>`) may start."""
-        if self.CONTEXT is None or self._pos < len(self._buf):
+        context = self.CONTEXT
+        if context is None or self._pos < len(self._buf):
             buf, pos = self._buf + text, self._pos
         else:
-            # One character of context is all the patterns look back at; keeping it also keeps a chunk
-            # from passing for the buffer's start, where a branch `^...` could match.
-            buf = self._buf[-1:] + text
+            # The context the patterns look back at (one character, but for a wide lookbehind guard);
+            # keeping it also keeps a chunk from passing for the buffer's start, where `^...` can match.
+            buf = self._buf[-(context or 1) :] + text
             pos = len(buf) - len(text)
         runs = self.STATES[self._current].runs
         if not runs:
@@ -751,9 +776,9 @@ class CompiledParser:
         self._empty_open = self._empty_open and hold == pos
         if hold > pos:
             self._route(events, buf[pos:hold])
-            if self.CONTEXT is not None and hold > 1:
-                self._buf = buf[hold - 1 :]  # one character of context is all the patterns look back at
-                self._pos = 1
+            if context is not None and hold > (context or 1):
+                self._buf = buf[hold - (context or 1) :]  # the context the patterns look back at
+                self._pos = context or 1
 
     def _rejoin_run(self) -> None:
         """Put the pieces of a held run that `feed` set aside back at the end of the buffer."""

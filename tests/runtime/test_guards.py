@@ -74,6 +74,18 @@ TEMPLATES = [
             "content": {"close_pattern": r"\s*(?:<a>|助：|<\|e\|>)"},
         },
     },
+    {  # MiniMax-M2: a wide lookbehind guard (calls follow one another after `</inv>`); context 6
+        "start_anchor": "S",
+        "fields": {
+            "tool_calls": {
+                "open_pattern": r"(?:\s*<c>|(?<=</inv>))\s*<i n=(?P<name>\w+)>",
+                "close": "</inv>",
+                "repeats": True,
+                "transform": {"name": "{name}", "body": "{content}"},
+            },
+            "content": {"close_pattern": r"\s*(?:</c>|<\|e\|>)"},
+        },
+    },
 ]
 PIECES = [
     "S",
@@ -115,6 +127,14 @@ PIECES = [
     "<",
     "word",
     "a; b",
+    "<c>",
+    "</c>",
+    "<i n=f>",
+    "</inv>",
+    "</",
+    "</i",
+    "nv",
+    ">",
 ]
 PREFIXES = ["", "xS", "xSab", "xS;", "xS\n"]
 
@@ -157,6 +177,12 @@ def test_streams_agree_with_transformers(
         (4, "xS", ["a<b", "[x", "]<th", "ink>r[/T]", "c</s>"]),
         (5, "xS", ["hi 助", "手", " 助：", "x"]),
         (5, "xS", ["a,", "f(1)</t>", "b;f", "(2)</t><|e|>"]),
+        # The lookbehind's text arrives across chunks that take the general mode's skip.
+        (6, "xS", ["<c>\n<i n=f>1</inv>", "\n", "<i n=g>2", "</inv>x"]),
+        (6, "xS", ["a</", "inv", ">", " <i n=f>", "1</inv><|e|>"]),
+        (6, "xS", ["a</inv", "> ", " ", "<i n=f>1</inv>"]),
+        (6, "xS", ["hi", "x</inv", ">", " <i n=f>", "1</inv><|e|>"]),  # `x</inv` starts nothing: routed
+        (6, "xS", ["hi", "x</i", "n", "v", ">", " <i n=f>", "1</inv><|e|>"]),  # in mode lead
     ],
 )
 @pytest.mark.parametrize("target", SUPPORTED_TARGETS)
@@ -171,23 +197,24 @@ def test_edge_streams_agree_with_transformers(
 @pytest.mark.parametrize(
     ("pattern", "expected"),
     [
-        (r"^(?=\[)", ("", "")),
-        (r"^(?=\[)|<\|ps\|>", (r"<\|ps\|>", "")),
-        (r"(?:^|\n\n)(?=\[[a-z])", (r"\n\n(?=\[[a-z])", "")),
-        (r"^\s*x|(?<=;)\s*y", ("", ";")),
-        (r"\s*<t>|(?<=[;,])f\(", (r"\s*<t>", ",;")),
-        (r"\A<a>|b", ("b", "")),
-        # Not guards: no guarded branch, a wider lookbehind, a lookbehind elsewhere, a repeated group,
-        # inline flags (`(?m)^` matches after every newline).
+        (r"^(?=\[)", ("", "", 0)),
+        (r"^(?=\[)|<\|ps\|>", (r"<\|ps\|>", "", 0)),
+        (r"(?:^|\n\n)(?=\[[a-z])", (r"\n\n(?=\[[a-z])", "", 0)),
+        (r"^\s*x|(?<=;)\s*y", ("", ";", 1)),
+        (r"\s*<t>|(?<=[;,])f\(", (r"\s*<t>", ",;", 1)),
+        (r"\A<a>|b", ("b", "", 0)),
+        (r"(?:\s*<c>|(?<=</i>))\s*<a>", (r"\s*<c>\s*<a>", ">", 4)),
+        # Not guards: no guarded branch, a lookbehind that reads a pattern, a lookbehind elsewhere, a
+        # repeated group, inline flags (`(?m)^` matches after every newline).
         (r"<a>|b", None),
-        (r"(?<=</i>)\s*<a>", None),
+        (r"(?<=</i>\s)\s*<a>", None),
         (r"^a|b(?<=b)", None),
         (r"(?:^|x)+a", None),
         (r"(?m)^a|b", None),
-        (r"a|[|]|^b", ("a|[|]", "")),
+        (r"a|[|]|^b", ("a|[|]", "", 0)),
     ],
 )
-def test_guarded_branches_are_read_as_written(pattern: str, expected: tuple[str, str] | None) -> None:
+def test_guarded_branches_are_read_as_written(pattern: str, expected: tuple[str, str, int] | None) -> None:
     assert guarded(pattern) == expected
 
 

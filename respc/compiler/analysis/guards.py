@@ -19,30 +19,32 @@ __all__ = ["LOOKS_BACK", "guarded", "split_branches"]
 
 # Syntax that looks behind the scan position, or changes how far back a boundary looks (a guard's own
 # lookbehind is set aside before this is asked).
+_WIDEST = 32  # the widest literal lookbehind read as a guard (the parser keeps that much context)
 LOOKS_BACK = re.compile(r"\(\?<[=!]|\(\?[a-zA-Z0-9^-]*[wr][a-zA-Z0-9^-]*[:)]")
 
 
-def guarded(pattern: str) -> tuple[str, str] | None:
-    """`(rest, guard)` when some top-level branch of `pattern` (or of a leading non-capturing group, as in
-    `(?:^|\\n\\n)X`) is guarded: `rest` is the alternation of the unguarded branches ("" when every branch
-    is guarded), `guard` the characters after which a guarded branch can match ("" when each is anchored
-    at the start). None when no branch is guarded, when a branch looks back otherwise (the patterns then
-    need the whole consumed text), or when the pattern is outside the syntax the analyses read."""
+def guarded(pattern: str) -> tuple[str, str, int] | None:
+    """`(rest, guard, width)` when some top-level branch of `pattern` (or of a leading non-capturing group,
+    as in `(?:^|\\n\\n)X`) is guarded: `rest` is the alternation of the unguarded branches ("" when every
+    branch is guarded), `guard` the characters right after which a guarded branch can match ("" when each
+    is anchored at the start), `width` how far back the guards' lookbehinds read (0 for anchors alone;
+    `(?<=</invoke>)` reads 9 characters and can match only after a `>`). None when no branch is guarded,
+    when a branch looks back otherwise (the patterns then need the whole consumed text), or when the
+    pattern is outside the syntax the analyses read."""
     if not is_plain(pattern):
         return None
     branches = _branches(pattern)
     if branches is None:
         return None
-    rest, guard, found = [], set(), False
+    rest, guard, width, found = [], set(), 0, False
     for branch in branches:
-        kind, after = _guard_of(branch)
+        kind, reads, after = _guard_of(branch)
         if kind is None:
             rest.append(branch)
-        elif kind == "":
-            found = True
         else:
             found = True
             guard |= set(kind)
+            width = max(width, reads)
         if LOOKS_BACK.search(after):
             return None
     if not found:
@@ -53,38 +55,41 @@ def guarded(pattern: str) -> tuple[str, str] | None:
             parse(joined)
     except Exception:
         return None
-    return joined, "".join(sorted(guard))
+    return joined, "".join(sorted(guard)), width
 
 
-def _guard_of(branch: str) -> tuple[str | None, str]:
-    """`(guard, after)`: "" for a branch anchored at the start, the lookbehind's characters for one that
-    starts `(?<=c)` or `(?<=[...])` (one character of a small literal set), None for an unguarded branch;
-    `after` is the branch past its guard."""
+def _guard_of(branch: str) -> tuple[str | None, int, str]:
+    """`(guard, width, after)`: ("", 0) for a branch anchored at the start; for one that starts with a
+    lookbehind `(?<=...)` of a literal (or of one character of a small literal set), the characters its
+    match must come right after and the lookbehind's width; (None, 0) for an unguarded branch. `after` is
+    the branch past its guard."""
     for anchor in ("^", "\\A"):
         if branch.startswith(anchor):
-            return "", branch[len(anchor) :]
+            return "", 0, branch[len(anchor) :]
     if branch.startswith("(?<="):
         end = _group_end(branch, 0)
         if end is not None:
-            chars = _one_char(branch[4 : end - 1])
-            if chars:
-                return chars, branch[end:]
-    return None, branch
+            read = _lookbehind(branch[4 : end - 1])
+            if read is not None:
+                return read[0], read[1], branch[end:]
+    return None, 0, branch
 
 
-def _one_char(body: str) -> str | None:
-    """The characters of a lookbehind that reads one literal character (or one of a class of literals)."""
+def _lookbehind(body: str) -> tuple[str, int] | None:
+    """`(last characters, width)` of a lookbehind that reads a literal (up to 32 characters), or one
+    character of a class of at most four literals; None for any other."""
     try:
         items = parse(body)
     except Exception:
         return None
-    if len(items) != 1:
+    if not items:
         return None
+    if all(str(op) == "LITERAL" for op, _ in items) and len(items) <= _WIDEST:
+        return chr(items[-1][1]), len(items)
     op, av = items[0]
-    if str(op) == "LITERAL":
-        return chr(av)
-    if str(op) == "IN" and av and all(str(kind) == "LITERAL" for kind, _ in av) and len(av) <= 4:
-        return "".join(chr(value) for _, value in av)
+    if len(items) == 1 and str(op) == "IN" and av and all(str(kind) == "LITERAL" for kind, _ in av):
+        if len(av) <= 4:
+            return "".join(chr(value) for _, value in av), 1
     return None
 
 

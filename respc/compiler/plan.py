@@ -21,12 +21,12 @@ from respc.compiler.analysis import (
     backtracking_risk,
     branch_lead,
     empty_together,
-    first_chars,
     guarded,
     is_plain,
     literal_prefix,
     literal_run,
     literal_strings,
+    match_first_chars,
     may_match_empty,
     rare_char,
     run_tail,
@@ -786,7 +786,7 @@ def _starts(watches: tuple[Delimiter, ...]) -> str | None:
         if d.anchor.literals is not None:
             items |= {regex.escape(literal[0]) for literal in d.literals}
         else:
-            first = first_chars(d.rest or d.anchor.pattern)
+            first = match_first_chars(d.rest or d.anchor.pattern)
             if first is None:
                 return None
             items |= first

@@ -290,9 +290,10 @@ class ResponseParser(CompiledParser):
             ),
         ),
         "reasoning_content": State(
-            mode="general",
+            mode="plain",
             scan=_scan_reasoning_content,
             end_scan=_end_reasoning_content,
+            start_char="<",
             patterns=(REASONING_CONTENT_CLOSE_RE,),
         ),
         "tool_calls": State(

@@ -71,6 +71,7 @@ _REASONING_CONTENT_LITERALS, _REASONING_CONTENT_COMMITS = literal_table(
 )
 _REASONING_CONTENT_RE = re.compile("|".join(map(re.escape, _REASONING_CONTENT_LITERALS)))
 _REASONING_CONTENT_STARTS = re.compile(r"[<\[]")
+_TOOL_CALLS_STARTS = re.compile(r"[<\[]")
 
 # End-of-stream scans of a long text (`FAR_SCANS`) look for a literal (or a regex's literal prefix) within
 # the next NEAR characters (delimiters often come in clusters); beyond them, from the first occurrence of
@@ -345,9 +346,10 @@ class ResponseParser(CompiledParser):
             ),
         ),
         "tool_calls": State(
-            mode="general",
+            mode="plain",
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
+            start_char="<[",
             patterns=(TOOL_CALLS_CLOSE_RE,),
             dirty=True,
         ),

@@ -86,6 +86,14 @@ TEMPLATES = [
             "content": {"close_pattern": r"\s*(?:</c>|<\|e\|>)"},
         },
     },
+    {  # Kimi-K2 and Mistral v11: closes with a lookahead branch, read by the lookahead's first character
+        "start_anchor": "S",
+        "fields": {
+            "reasoning_content": {"open": "<think>", "close_pattern": r"</think>|(?=<\|tc\|>)"},
+            "tool_calls": {"open": "<|tc|>", "close_pattern": r"</s>|(?=\[TC\])", "repeats": True},
+            "content": {"open": "[TC]", "close": "</s>"},
+        },
+    },
 ]
 PIECES = [
     "S",
@@ -135,6 +143,11 @@ PIECES = [
     "</i",
     "nv",
     ">",
+    "<|tc|>",
+    "<|tc",
+    "[TC]",
+    "[T",
+    "C]",
 ]
 PREFIXES = ["", "xS", "xSab", "xS;", "xS\n"]
 
@@ -183,6 +196,9 @@ def test_streams_agree_with_transformers(
         (6, "xS", ["a</inv", "> ", " ", "<i n=f>1</inv>"]),
         (6, "xS", ["hi", "x</inv", ">", " <i n=f>", "1</inv><|e|>"]),  # `x</inv` starts nothing: routed
         (6, "xS", ["hi", "x</i", "n", "v", ">", " <i n=f>", "1</inv><|e|>"]),  # in mode lead
+        # A lookahead close: zero-width where its text starts, across chunks or at a chunk's start.
+        (7, "xS", ["<think>", "hm", " <|t", "c|>x", "</s>"]),
+        (7, "xS", ["<think>hm", "<|tc|>", "a [T", "C]b", "</s>"]),
     ],
 )
 @pytest.mark.parametrize("target", SUPPORTED_TARGETS)
@@ -228,6 +244,9 @@ def test_guarded_branches_are_read_as_written(pattern: str, expected: tuple[str,
         ("phi4_mini", "content", "lead", "<f", None),
         ("hunyuan", "content", "lead", "<助", None),
         ("mistral_v11", "content", "plain", "<[", None),
+        ("mistral_v11", "tool_calls", "plain", "<[", None),
+        ("kimi_k2", "reasoning_content", "plain", "<", None),
+        ("minimax_m2", "content", "lead", "<[", ">"),
     ],
 )
 def test_presets_that_lagged_take_fast_modes(

@@ -25,7 +25,14 @@ from respc.compiler.analysis.guards import LOOKS_BACK, guarded
 from respc.compiler.analysis.lead import branch_lead, literal_run, split_lead
 from respc.compiler.analysis.rare import rare_char
 from respc.compiler.analysis.stable import stable_end
-from respc.compiler.analysis.starts import first_chars, lazy_tail, literal_prefix, literal_strings, run_tail
+from respc.compiler.analysis.starts import (
+    first_chars,
+    lazy_tail,
+    literal_prefix,
+    literal_strings,
+    match_first_chars,
+    run_tail,
+)
 from respc.compiler.analysis.syntax import is_plain
 
 __all__ = [
@@ -40,6 +47,7 @@ __all__ = [
     "literal_prefix",
     "literal_run",
     "literal_strings",
+    "match_first_chars",
     "may_match_empty",
     "rare_char",
     "run_tail",

@@ -23,6 +23,7 @@ __all__ = [
     "lazy_tail",
     "literal_prefix",
     "literal_strings",
+    "match_first_chars",
     "overlap",
     "run_tail",
     "sequence",
@@ -97,6 +98,29 @@ def first_chars(pattern: str) -> set[str] | None:
     except (Unknown, re.error, RecursionError, OverflowError, ValueError):
         return None
     return None if nullable else first
+
+
+def match_first_chars(pattern: str) -> set[str] | None:
+    """`first_chars`, reading a branch that starts with a lookahead `(?=X)` (Kimi-K2's
+    `</think>|(?=<\\|tool_calls_section_begin\\|>)`) by X's first characters: the character at such a
+    match's start, and at a partial match's, must be one of them. For the fast modes' facts only: a scan
+    decision (a lead split) reads the pattern as written."""
+    items = plain_items(pattern)
+    return None if items is None else _ahead_first(list(items))
+
+
+def _ahead_first(items: list) -> set[str] | None:
+    if len(items) == 1 and str(items[0][0]) == "BRANCH":
+        found: set[str] = set()
+        for branch in items[0][1][1]:
+            first = _ahead_first(list(branch))
+            if first is None:
+                return None
+            found |= first
+        return found
+    if items and str(items[0][0]) == "ASSERT" and items[0][1][0] == 1:
+        return first_chars_of(items[0][1][1])
+    return first_chars_of(items)
 
 
 def first_chars_of(items: Any) -> set[str] | None:

@@ -2,6 +2,7 @@
 
     python -m pytest benchmarks/test_targets.py --benchmark-only --benchmark-json=.benchmarks/targets.json
     python benchmarks/check_targets.py .benchmarks/targets.json [--tolerance 0.2]
+    python benchmarks/check_targets.py .benchmarks/presets.json   # the presets' floors (test_presets.py)
 
 Each enforced ratio of `targets.py` must reach its bound within the tolerance (default 20%: a speed-up
 target of 8x passes at 6.4x or more, a flatness bound of 1.3 at 1.56 or less). The ratios are medians of
@@ -17,7 +18,7 @@ import json
 import sys
 from pathlib import Path
 
-from targets import KIND, TARGETS, enforced, verdict
+from targets import KIND, PRESET_AIMS, PRESET_FLOORS, TARGETS, enforced, verdict
 
 
 def check(run: dict, tolerance: float) -> list[str]:
@@ -43,12 +44,35 @@ def check(run: dict, tolerance: float) -> list[str]:
     return sorted(lines, key=lambda line: (not line.startswith("MISSED"), line))
 
 
+def check_presets(run: dict, tolerance: float) -> list[str]:
+    """One line per preset and target: "MISSED" (fails the gate) where a ratio of `PRESET_FLOORS` is below
+    its floor by more than the tolerance, else "ok", with how many ratios reach the aims of issue #31."""
+    lines = []
+    for bench in run["benchmarks"]:
+        info = bench["extra_info"]
+        if info.get("workload") != "preset-paired":
+            continue
+        ratios, name = info["ratios"], f"{info['preset']} {info['target']}"
+        low = [
+            f"{key} {ratios.get(key, 0):.2f}"
+            for key, floor in PRESET_FLOORS.items()
+            if ratios.get(key, 0) < floor * (1 - tolerance)
+        ]
+        aimed = sum(ratios.get(key, 0) >= aim for key, aim in PRESET_AIMS.items())
+        if low:
+            lines.append(f"MISSED {name}: {', '.join(low)} (floor {min(PRESET_FLOORS.values()):g}x)")
+        else:
+            lines.append(f"ok     {name}: floors met; {aimed} of {len(PRESET_AIMS)} ratios reach the aims")
+    return sorted(lines, key=lambda line: (not line.startswith("MISSED"), line))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("run", type=Path, help="pytest-benchmark JSON of benchmarks/test_targets.py")
+    parser.add_argument("run", type=Path, help="pytest-benchmark JSON of test_targets.py or test_presets.py")
     parser.add_argument("--tolerance", type=float, default=0.2, help="allowed shortfall (default: 0.2)")
     args = parser.parse_args()
-    lines = check(json.loads(args.run.read_text(encoding="utf-8")), args.tolerance)
+    run = json.loads(args.run.read_text(encoding="utf-8"))
+    lines = check(run, args.tolerance) + check_presets(run, args.tolerance)
     if not lines:
         print(f"{args.run}: no paired target ratios in this run", file=sys.stderr)
         return 1

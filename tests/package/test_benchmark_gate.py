@@ -82,3 +82,34 @@ def test_a_target_the_run_lacks_fails(tmp_path: Path) -> None:
 
 def test_a_run_without_target_ratios_fails(tmp_path: Path) -> None:
     assert _run(tmp_path, {}).returncode == 1
+
+
+def _presets_run(tmp_path: Path, ratios: dict[str, float]) -> subprocess.CompletedProcess:
+    run = {
+        "benchmarks": [
+            {"extra_info": {"workload": "preset-paired", "preset": name, "target": "5.24", "ratios": ratios}}
+            for name in ("qwen3", "llama3_json")
+        ]
+    }
+    path = tmp_path / "presets.json"
+    path.write_text(json.dumps(run), encoding="utf-8")
+    return subprocess.run(
+        [sys.executable, "check_targets.py", str(path)], cwd=BENCHMARKS, capture_output=True, text=True
+    )
+
+
+def test_the_preset_floor_fails_a_stream_near_transformers_speed(tmp_path: Path) -> None:
+    sys.path.insert(0, str(BENCHMARKS))
+    from targets import PRESET_FLOORS
+
+    fine = {key: 4.5 for key in PRESET_FLOORS}
+    passed = _presets_run(tmp_path, fine)
+    assert passed.returncode == 0, passed.stdout
+    assert "ok     qwen3 5.24: floors met; 4 of 9 ratios reach the aims" in passed.stdout
+    within = _presets_run(tmp_path, {**fine, "stream-4 2000": 1.3})  # 1.5x less 20%: 1.2x passes
+    assert within.returncode == 0, within.stdout
+    slow = _presets_run(tmp_path, {**fine, "stream-token 500": 1.1})
+    assert slow.returncode == 1
+    assert slow.stdout.startswith("MISSED llama3_json 5.24: stream-token 500 1.10"), slow.stdout
+    missing = _presets_run(tmp_path, {key: 4.5 for key in list(PRESET_FLOORS)[1:]})
+    assert missing.returncode == 1  # a floor the run did not measure counts as missed

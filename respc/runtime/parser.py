@@ -364,9 +364,15 @@ class CompiledParser:
     def _feed_wide(self, text: str) -> list[dict]:
         """Modes plain, lead and discard for a template whose guard looks back more than one character
         (`(?<=</invoke>)`, `CONTEXT` > 1): their fast paths keep only the chunk as the buffer, so the
-        `CONTEXT` characters before it are put back in front of it."""
+        `CONTEXT` characters before it are put back in front of it. (Whether a fast path took the chunk
+        is told by the buffer being the chunk itself: every other path builds a new string from a
+        nonempty buffer, except mode lead's for a chunk that is all run, which leaves the buffer alone
+        and is told apart first, since the buffer may be that very object.)"""
         before, pieces, mode = self._buf, self._run_pieces, self._mode
         if mode == _LEAD:
+            run = self._run
+            if type(text) is str and text and text[-1] in run and all(char in run for char in text):
+                return self._feed_lead(text)  # (set aside whole, or the general mode's)
             events = self._feed_lead(text)
         elif mode == _PLAIN:
             events = self._feed_plain(text)

@@ -86,6 +86,13 @@ TEMPLATES = [
             "content": {"close_pattern": r"\s*(?:</c>|<\|e\|>)"},
         },
     },
+    {  # a quantified lookbehind is no guard: `(?<=;)*` matches anywhere (a review found it taken for one)
+        "start_anchor": "S",
+        "fields": {
+            "tool_calls": {"open_pattern": r"(?<=;)*<x>|^?<y>", "close": "</t>"},
+            "content": {"close": "</s>"},
+        },
+    },
     {  # Kimi-K2 and Mistral v11: closes with a lookahead branch, read by the lookahead's first character
         "start_anchor": "S",
         "fields": {
@@ -148,6 +155,8 @@ PIECES = [
     "[TC]",
     "[T",
     "C]",
+    "<x>",
+    "<y>",
 ]
 PREFIXES = ["", "xS", "xSab", "xS;", "xS\n"]
 
@@ -197,8 +206,9 @@ def test_streams_agree_with_transformers(
         (6, "xS", ["hi", "x</inv", ">", " <i n=f>", "1</inv><|e|>"]),  # `x</inv` starts nothing: routed
         (6, "xS", ["hi", "x</i", "n", "v", ">", " <i n=f>", "1</inv><|e|>"]),  # in mode lead
         # A lookahead close: zero-width where its text starts, across chunks or at a chunk's start.
-        (7, "xS", ["<think>", "hm", " <|t", "c|>x", "</s>"]),
-        (7, "xS", ["<think>hm", "<|tc|>", "a [T", "C]b", "</s>"]),
+        (8, "xS", ["<think>", "hm", " <|t", "c|>x", "</s>"]),
+        (8, "xS", ["<think>hm", "<|tc|>", "a [T", "C]b", "</s>"]),
+        (7, "xS", ["hi", "<x>a</t>b", "<y>c</t></s>"]),
     ],
 )
 @pytest.mark.parametrize("target", SUPPORTED_TARGETS)
@@ -227,6 +237,11 @@ def test_edge_streams_agree_with_transformers(
         (r"^a|b(?<=b)", None),
         (r"(?:^|x)+a", None),
         (r"(?m)^a|b", None),
+        # A guard the `regex` module may repeat zero times guards nothing (a review found these).
+        (r"(?<=;)*<x>|<y>", None),
+        (r"^?<x>|<y>", None),
+        (r"\A{0,1}x|y", None),
+        (r"(?:^*|z)<x>", None),
         (r"a|[|]|^b", ("a|[|]", "", 0)),
     ],
 )

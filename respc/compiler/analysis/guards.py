@@ -63,16 +63,18 @@ def _guard_of(branch: str) -> tuple[str | None, int, str]:
     lookbehind `(?<=...)` of a literal (or of one character of a small literal set), the characters its
     match must come right after and the lookbehind's width; (None, 0) for an unguarded branch. `after` is
     the branch past its guard."""
+    found: tuple[str | None, int, str] = (None, 0, branch)
     for anchor in ("^", "\\A"):
         if branch.startswith(anchor):
-            return "", 0, branch[len(anchor) :]
+            found = "", 0, branch[len(anchor) :]
     if branch.startswith("(?<="):
         end = _group_end(branch, 0)
-        if end is not None:
-            read = _lookbehind(branch[4 : end - 1])
-            if read is not None:
-                return read[0], read[1], branch[end:]
-    return None, 0, branch
+        read = None if end is None else _lookbehind(branch[4 : end - 1])
+        if read is not None:
+            found = read[0], read[1], branch[end:]
+    if found[2][:1] in ("*", "+", "?", "{"):
+        return None, 0, branch  # `^?x`, `(?<=;)*x`: the `regex` module repeats the guard, perhaps never
+    return found
 
 
 def _lookbehind(body: str) -> tuple[str, int] | None:

@@ -26,8 +26,9 @@ can without a pass, exactly as the pass would, and hands every other chunk to th
 
 Within a pass, the state entered after a commit is not scanned when what is left starts nothing
 (`_rest_hold`). The facts the fast modes rest on leave out guarded branches (`^...`, `(?<=;)...`), so
-none of them is taken where one may match (`_unguarded`; docs/internals.md says why each is exact). A mode never changes what is routed, held or committed; `feed_mode` names the current one
-(the tests record the modes streams take).
+none of them is taken where one may match (`_unguarded`; docs/internals.md says why each is exact). A
+mode never changes what is routed, held or committed; `feed_mode` names the current one (the tests record
+the modes streams take).
 
 Routed text reaches a region's body through `_route` (append, coalesce long bodies, emit the chunk). The
 fast modes inline its append, where a method call costs 8-10% of a chunk's time, and the pass appends

@@ -55,8 +55,8 @@ PARSER_FUNCTIONS = {
 NEAR = 64
 OUTSIDE = "outside"  # the scan of the implicit field / null sink; reserved so no field takes the name
 # Patterns that look behind the scan position (or change how far back a boundary looks) need the
-# whole consumed text as context, unless the lookbehind is a one-character guard (`guarded`); anything
-# else sees at most one character before it.
+# whole consumed text as context, unless the lookbehind is a guard (`guarded`: a literal, kept as context
+# as wide as it reads); anything else sees at most one character before it.
 # The most characters a state's fast modes test a chunk for (`State.start_char`): each costs an `in`.
 _MOST_START_CHARS = 3
 

@@ -54,9 +54,6 @@ PARSER_FUNCTIONS = {
 # Characters a far end-of-stream scan looks at for a literal before finding its rare character first.
 NEAR = 64
 OUTSIDE = "outside"  # the scan of the implicit field / null sink; reserved so no field takes the name
-# Patterns that look behind the scan position (or change how far back a boundary looks) need the
-# whole consumed text as context, unless the lookbehind is a guard (`guarded`: a literal, kept as context
-# as wide as it reads); anything else sees at most one character before it.
 # The most characters a state's fast modes test a chunk for (`State.start_char`): each costs an `in`.
 _MOST_START_CHARS = 3
 
@@ -897,8 +894,9 @@ def plan_parser(spec: Spec, source_name: str = "<template>") -> ParserPlan:
     if implicit is not None and implicit in closes:
         outside += (closes[implicit],)
     patterns = [d for d in delimiters if d.anchor.literals is None]
-    # (A guarded delimiter's guards look back as far as their lookbehinds read, and its branches past them
-    # one character at most.)
+    # Patterns that look behind the scan position (or change how far back a boundary looks) need the whole
+    # consumed text as context, unless the lookbehind is a guard (`guarded`), which reads a literal: the
+    # context is then as wide as the widest. Anything else sees at most one character before it.
     looks_back = any(d.guard is None and LOOKS_BACK.search(d.anchor.pattern) for d in patterns)
     context = None if looks_back else (max(1, *(d.guard_width for d in patterns)) if patterns else 0)
     states = [

@@ -12,6 +12,7 @@ whole pattern, stay as they are. llama3's tool-call opener (`^\\s*...|(?<=;)\\s*
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from respc.compiler.analysis.syntax import is_plain, parse
 
@@ -117,7 +118,23 @@ def _branches(pattern: str) -> list[str] | None:
 
 def split_branches(pattern: str) -> list[str] | None:
     """`pattern` cut at its top-level `|` (None when its brackets do not balance)."""
-    branches, depth, start, i = [], 0, 0, 0
+    branches, start = [], 0
+    for at, char, depth in _structure(pattern, 0):
+        if at is None or depth < 0:
+            return None
+        if char == "|" and depth == 0:
+            branches.append(pattern[start:at])
+            start = at + 1
+    branches.append(pattern[start:])
+    return branches
+
+
+def _structure(pattern: str, i: int) -> Iterator[tuple[int | None, str, int]]:
+    """The parentheses and `|` of `pattern` from `i`, outside escapes and character classes, each with the
+    group depth after it, and nothing past a `)` that closes more groups than were open (depth -1); last,
+    `(None, "", depth)` when a class does not close or groups are left open (the shared walk of
+    `split_branches` and `_group_end`)."""
+    depth = 0
     while i < len(pattern):
         char = pattern[i]
         if char == "\\":
@@ -126,22 +143,17 @@ def split_branches(pattern: str) -> list[str] | None:
         if char == "[":
             i = _class_end(pattern, i)
             if i is None:
-                return None
+                yield None, "", 0
+                return
             continue
-        if char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
+        if char in "()|":
+            depth += (char == "(") - (char == ")")
+            yield i, char, depth
             if depth < 0:
-                return None
-        elif char == "|" and depth == 0:
-            branches.append(pattern[start:i])
-            start = i + 1
+                return
         i += 1
     if depth:
-        return None
-    branches.append(pattern[start:])
-    return branches
+        yield None, "", depth
 
 
 def _class_end(pattern: str, i: int) -> int | None:
@@ -163,22 +175,9 @@ def _class_end(pattern: str, i: int) -> int | None:
 
 def _group_end(pattern: str, i: int) -> int | None:
     """The index past the group opening at `i`."""
-    depth = 0
-    while i < len(pattern):
-        char = pattern[i]
-        if char == "\\":
-            i += 2
-            continue
-        if char == "[":
-            i = _class_end(pattern, i)
-            if i is None:
-                return None
-            continue
-        if char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        i += 1
+    for at, char, depth in _structure(pattern, i):
+        if at is None or depth < 0:
+            return None
+        if char == ")" and depth == 0:
+            return at + 1
     return None

@@ -399,6 +399,60 @@ class CompiledParser:
             return self._installed(text)  # bound before a fast mode was installed (`map(parser.feed, ...)`)
         return self._general(text)
 
+    def feed_text(self, text: str) -> str | None:
+        """`feed` for a chunk that the installed fast mode routes into the open region as one
+        `region_chunk` event or none: returns that event's text ("" for none). For any other chunk (or
+        mode) it does nothing and returns None: then call `feed`.
+
+        A streaming server's wrapper turns most feeds' one event into a delta of its own
+        (`respc.serving.DeltaStream` calls this first); the field is `current_field`, which the chunk
+        leaves as it was. The commonest branches of modes plain and lead are written out here without the
+        event (a third of the wrapper's cost per delta); the others run the installed mode itself."""
+        mode = self._mode
+        if type(text) is not str or not text:
+            return None
+        if mode == _LEAD:
+            if self._start_char in text and not self._starts_nothing(text):
+                return None
+            if (
+                not self._WIDE
+                and text[-1] not in self._run
+                and not self._run_pieces
+                and self._pos == len(self._buf)
+            ):
+                self._buf = text  # `_feed_lead`'s first branch
+                self._pos = len(text)
+                parts = self._parts
+                parts.append(text)
+                if len(parts) >= self._parts_limit:
+                    self._coalesce()
+                return text
+        elif mode == _PLAIN:
+            start = self._start_char
+            if self.CONTEXT or not start:  # `_plain_mode`'s choice: not `_feed_plain_literal`
+                if start in text and not self._starts_nothing(text):
+                    return None
+                if not self._WIDE:
+                    self._buf = text  # `_feed_plain`
+                    self._pos = len(text)
+                    parts = self._parts
+                    parts.append(text)
+                    if len(parts) >= self._parts_limit:
+                        self._coalesce()
+                    return text
+            elif start in text:
+                return None
+            else:
+                parts = self._parts  # `_feed_plain_literal`
+                parts.append(text)
+                if len(parts) >= self._parts_limit:
+                    self._coalesce()
+                return text
+        elif mode != _BARE:
+            return None  # (mode discard: outside every region, there is nothing to send)
+        events = self.feed(text)  # the installed mode, on its fast branch
+        return events[0]["text"] if events else ""
+
     def _installed(self, text: str) -> list[dict]:
         """A chunk given to a mode that is no longer installed (a `feed` bound earlier): the mode `_mode`
         names takes it. (Dispatched by `_mode`, not through `self.feed`, which a caller may have wrapped.)"""

@@ -244,3 +244,61 @@ def test_a_feed_the_caller_wrapped_calls_the_mode_in_place() -> None:
     for chunk in ("a b", "</think>", "done"):
         assert parser.feed(chunk) == plain.feed(chunk)
     assert parser.finalize() == plain.finalize()
+
+
+# -- feed_text ----------------------------------------------------------------------------------------
+#
+# `feed_text` routes what the installed fast mode takes as one chunk event (or none) and returns its text;
+# for anything else it must do nothing at all, so that the caller's `feed` then gives the oracle's events.
+
+
+def _text_first_trace(make_parser: Any, chunks: list[str], taken: list[int]) -> list:
+    """As `stream_trace`, each chunk offered to `feed_text` first; its text stands for the event it built."""
+    holder: dict[str, Any] = {}
+
+    def construct() -> list:
+        holder["parser"] = make_parser()
+        return holder["parser"].initial_events
+
+    def feed(chunk: str) -> list:
+        parser = holder["parser"]
+        field, dirty = parser.current_field, parser._dirty
+        routed = parser.feed_text(chunk)
+        if routed is None:
+            return parser.feed(chunk)
+        taken.append(1)
+        assert parser.current_field == field
+        return [{"type": "region_chunk", "field": field, "text": routed, "dirty": dirty}] if routed else []
+
+    steps = run_calls([construct], None)
+    if steps[0][0] != "ok":
+        return steps
+    calls = [lambda c=c: feed(c) for c in chunks]
+    return steps + run_calls([*calls, holder["parser"].finalize, holder["parser"].finalize], None)
+
+
+@pytest.mark.parametrize("name", respc.presets())
+def test_feed_text_first_matches_the_oracle(name: str) -> None:
+    """Every preset's samples under many chunkings, each chunk offered to `feed_text` before `feed`: the
+    same events as transformers' (the text `feed_text` returns standing for its event)."""
+    module = respc.load_preset(name)
+    cases = json.loads((_PRESET_CASES / f"{name}.json").read_text(encoding="utf-8"))
+    taken: list[int] = []
+    for index, case in enumerate(cases):
+        prefix = case["prefix"]
+        for chunks in chunkings(case["text"], seed=index, random_splits=4):
+            theirs = oracle_stream(module.TEMPLATE, prefix, chunks)
+            ours = _text_first_trace(lambda p=prefix: module.ResponseParser(p), chunks, taken)
+            assert_same(ours, theirs, module.TEMPLATE, f"{name}[{index}] feed_text first")
+    assert taken, "feed_text never routed a chunk: this test could not see it go wrong"
+
+
+@pytest.mark.parametrize("chunk", ["", None, 5, b"ab", ["a"]])
+def test_feed_text_leaves_other_chunks_to_feed(chunk: Any) -> None:
+    """A chunk that is not a nonempty `str` is left alone (`feed` raises or ignores it, as upstream)."""
+    parser = respc.load_preset("qwen3").ResponseParser("")
+    parser.feed("Sure")
+    parser.feed(" thing")
+    before = dict(vars(parser))
+    assert parser.feed_text(chunk) is None
+    assert vars(parser) == before

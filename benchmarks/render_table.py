@@ -13,6 +13,7 @@ Each table lives between a pair of markers, `<!-- NAME:start -->` and `<!-- NAME
 - `cost-table` (docs/benchmarks.md): imports, compiles, memory and `respc parse` throughput
   (test_costs.py, test_batch_throughput.py);
 - `wire-table` (docs/serving.md): the wire formats' cost over `DeltaStream` (test_wire_overhead.py);
+- `deltas-table` (docs/serving.md): `DeltaStream`'s own cost over the parser's (test_deltastream.py);
 - `scale-table` (docs/batch.md): the engines of `respc parse` at scale (test_scale.py);
 - `presets-summary` (README.md): every shipped preset's speed-up over transformers, spread over the
   presets per workload and length (test_presets.py);
@@ -258,6 +259,38 @@ def render_wire(run: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_deltas(run: dict) -> str:
+    """DeltaStream's own time over the parser's, per workload and size (test_deltastream.py)."""
+    medians: dict[tuple[str, int], float] = {}
+    parser_us: dict[tuple[str, int], float] = {}
+    rounds = set()
+    for bench in run["benchmarks"]:
+        info = bench["extra_info"]
+        if info.get("workload") == "deltas":
+            medians[info["kind"], info["size"]] = info["median"]
+            parser_us[info["kind"], info["size"]] = info["parser_us_per_delta"]
+            rounds.add(len(info["own"]))
+    if not medians:
+        return ""
+    sizes = sorted({size for _, size in medians})
+    kinds = list(dict.fromkeys(kind for kind, _ in medians))
+    lines = [
+        "`DeltaStream`'s own time over the parser's, per delta (one BPE token a feed), the median of "
+        f"{'/'.join(map(str, sorted(rounds)))} paired rounds (`benchmarks/test_deltastream.py`); in "
+        "brackets, the parser's own µs per delta. Issue #31 aims at 0.5 at most.",
+        "",
+        "| workload | " + " | ".join(f"{size:,} chars" for size in sizes) + " |",
+        "|---|" + "---:|" * len(sizes),
+    ]
+    for kind in kinds:
+        cells = [
+            "—" if (kind, size) not in medians else f"{medians[kind, size]:.2f} ({parser_us[kind, size]:.2f})"
+            for size in sizes
+        ]
+        lines.append(f"| {kind} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def render_scale(run: dict) -> str:
     """Records per second and start-up cost per engine, and peak memory (benchmarks/test_scale.py)."""
     engines, memory, oracle = [], [], None
@@ -387,6 +420,7 @@ RENDERERS = {  # marker name -> its table (see the module docstring for the file
     "content-table": render_content,
     "cost-table": render_costs,
     "wire-table": render_wire,
+    "deltas-table": render_deltas,
     "scale-table": render_scale,
     "presets-summary": render_presets_summary,
     "presets-table": render_presets_table,

@@ -194,7 +194,8 @@ class DeltaStream:
             tool_params(tools, target) if tools is not None else _read(parser, "tool_parameters") or {}
         )
         self._new_id = new_id
-        self._fed = ""  # everything fed so far
+        self._fed = ""  # everything fed so far, but for
+        self._unjoined: list[str] = []  # the chunks fed since, on the fast path (`_grow` joins them)
         self._floor = 0  # where in it the parser has certainly consumed up to (a lower bound)
         self._region: ToolRegion | None = None
         self._items: dict[int, int] = {}  # call number inside the open region -> index in the stream
@@ -203,6 +204,10 @@ class DeltaStream:
         self._deltas: list[dict] = []
         self._mismatch: _Mismatch | None = None  # the first call found to contradict what was sent
         self._state = "live"
+        # respc parsers route most chunks without events (`feed_text`); `_target` is then the text field or
+        # tool call the next chunk would go to, when nothing else waits (`_fast_target`).
+        self._feed_text: Callable[[str], str | None] | None = getattr(parser, "feed_text", None)
+        self._target: Any = None
         # A parser as it was before any feed, for the replay after a failure: respc parsers make a new one
         # (`restart`); of others (transformers' own) a deep copy is taken now.
         self._restart: Callable[[], Any] | None = getattr(parser, "restart", None)
@@ -213,11 +218,47 @@ class DeltaStream:
             except Exception:  # a parser that cannot be copied only loses the replay after a failure
                 pass
         self._run(parser.initial_events, eos=False)
+        self._target = self._fast_target()
 
     # -- public --------------------------------------------------------------------------------------
 
     def feed(self, text: str) -> list[dict]:
         """The deltas this piece of model output makes certain (those of the prefix come with the first)."""
+        target = self._target
+        if target is not None:
+            # The commonest feed: the parser routes the chunk into the open text field or tool call as
+            # one chunk event or none, without building it (`feed_text`), and nothing waits to be sent:
+            # `_process` for that event, written out. (`_target` is None unless the stream is live.)
+            try:
+                routed = self._feed_text(text)
+            except Exception as error:
+                self._replay(text)
+                raise self._failure(error, eos=False) from error
+            if routed is not None:
+                self._unjoined.append(text)  # (`_grow` moves the floor past it)
+                if routed is not text:
+                    # Only the routed text is consumed, and it follows what was: as the floor moves by
+                    # the routed text's length, a lower bound stays one (see `_process`).
+                    self._floor += len(routed) - len(text)
+                    if not routed:
+                        return []
+                if target is not self._region:
+                    segment = target.segment
+                    out = routed if segment.clear and not routed[-1].isspace() else segment.feed(routed)
+                    if not out:
+                        return []
+                    target.sent.append(out)
+                    return [{target.key: out}]
+                sent = target.feed_in_string(routed)
+                if sent is not None:
+                    if not sent[1]:
+                        return []  # (a run held back: the tail may start there)
+                    index = self._items[sent[0]]
+                    self._argless.discard(index)
+                    return [{"tool_calls": [{"index": index, "function": {"arguments": sent[1]}}]}]
+                self._ops(target.feed(routed))
+                self._target = self._fast_target()
+                return self._take()
         if self._state != "live":  # `_live`, inlined
             raise RuntimeError(f"DeltaStream already {self._state}")
         try:
@@ -225,55 +266,9 @@ class DeltaStream:
         except Exception as error:
             self._replay(text)
             raise self._failure(error, eos=False) from error
-        grown, self._fed = self._fed, ""  # `_grow`, inlined
-        grown += text
-        self._fed = grown
-        if len(events) == 1 and not self._deltas:
-            # The commonest feed: one chunk of an open text segment (`_process` and `_TextField.chunk`,
-            # written out for it), with nothing pending (the prefix's deltas, calls held back).
-            event = events[0]
-            field = self._texts.get(event["field"])
-            if (
-                field is not None
-                and event["type"] == "region_chunk"
-                and field.segment is not None
-                and field.streams
-                and field.join is None
-            ):
-                chunk = event["text"]
-                floor = self._floor
-                if chunk is text and floor == len(grown) - len(text):
-                    self._floor = len(grown)  # the whole feed was routed: all of it is consumed
-                else:
-                    found = grown.find(chunk, floor)
-                    self._floor = found + len(chunk) if found >= 0 else floor
-                out = field.segment.feed(chunk)
-                if not out:
-                    return []
-                field.sent.append(out)
-                return [{field.key: out}]
-            region = self._region
-            if (
-                region is not None
-                and event["type"] == "region_chunk"
-                and event["field"] == "tool_calls"
-                and self._hold is None
-            ):
-                # The commonest feed of a long JSON argument: a chunk inside one of its strings, sent as
-                # it is (`_process`, `_ops` and `_args` for it, written out).
-                chunk = event["text"]
-                sent = region.feed_in_string(chunk)
-                if sent is not None:
-                    floor = self._floor
-                    if chunk is text and floor == len(grown) - len(text):
-                        self._floor = len(grown)
-                    else:
-                        found = grown.find(chunk, floor)
-                        self._floor = found + len(chunk) if found >= 0 else floor
-                    index = self._items[sent[0]]
-                    self._argless.discard(index)
-                    return [{"tool_calls": [{"index": index, "function": {"arguments": sent[1]}}]}]
+        self._grow(text)
         self._run(events, eos=False)
+        self._target = self._fast_target()
         return self._take()
 
     def finish(self) -> tuple[list[dict], str]:
@@ -285,13 +280,34 @@ class DeltaStream:
             raise self._failure(error, eos=True) from error
         self._run(events, eos=True)
         self.message = message
-        self._state = "finished"
+        self._state, self._target = "finished", None
         return self._take(), "tool_calls" if self.calls else "stop"
 
     # -- events --------------------------------------------------------------------------------------
 
-    def _grow(self, text: str) -> None:
+    def _fast_target(self) -> Any:
+        """The open text field (streamed as it comes, without join) or tool call that the next chunk the
+        parser routes without events goes to; None when nothing is open, deltas wait (calls held back
+        behind an earlier call's arguments) or the parser has no `feed_text`."""
+        if self._feed_text is None or self._hold is not None or self._state != "live":
+            return None
+        current = _read(self.parser, "current_field")
+        if self._region is not None:
+            return self._region if current == "tool_calls" else None
+        field = self._texts.get(current)
+        if field is not None and field.segment is not None and field.streams and field.join is None:
+            return field
+        return None
+
+    def _grow(self, text: str = "") -> None:
+        """Bring `_fed` up to date: the chunks the fast path set aside, then `text`. The floor moves past
+        the chunks set aside (`feed` took off what of them was not routed)."""
         grown, self._fed = self._fed, ""
+        if self._unjoined:
+            whole = "".join(self._unjoined)
+            self._unjoined.clear()
+            grown += whole
+            self._floor += len(whole)
         grown += text  # extended in place while this is its only reference (see respc.tool_args)
         self._fed = grown
 
@@ -304,7 +320,7 @@ class DeltaStream:
         self._process(events)
         mismatch = self._mismatch
         if mismatch is not None:
-            self._state = "failed"
+            self._state, self._target = "failed", None
             raise DeltaStreamError(
                 str(mismatch),
                 deltas=self._take(),
@@ -314,6 +330,8 @@ class DeltaStream:
             )
 
     def _process(self, events: list[dict]) -> None:
+        if self._unjoined:
+            self._grow()
         for at, event in enumerate(events):
             kind, field = event["type"], event["field"]
             if kind == "region_chunk":
@@ -475,6 +493,7 @@ class DeltaStream:
         if self._restart is None:
             return
         clone = self._restart()
+        self._grow()
         try:
             clone.feed(self._fed)
             for char in text:
@@ -485,7 +504,7 @@ class DeltaStream:
             return
 
     def _failure(self, error: Exception, eos: bool) -> DeltaStreamError:
-        self._state = "failed"
+        self._state, self._target = "failed", None
         region = self._region
         in_call = region is not None or (eos and _read(self.parser, "current_field") == "tool_calls")
         announced = [self._items[item] for item in sorted(self._items)] if region is not None else []
@@ -497,6 +516,8 @@ class DeltaStream:
             message = f"{where} {'was cut off' if eos else 'is malformed'}: {first_line}"
         else:
             reason, message = "parser", f"the parser failed: {type(error).__name__}: {first_line}"
+        if region is not None:
+            region.flush()
         raw = "".join(region.raw) if region is not None else ""
         self._release()
         return DeltaStreamError(message, deltas=self._take(), reason=reason, index=index, raw=raw)

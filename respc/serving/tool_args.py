@@ -110,6 +110,7 @@ class Stripper:
         self.strip = strip
         self.started = False
         self.held = ""
+        self.clear = not strip  # nothing to drop or hold: text that ends in no whitespace goes as it is
 
     def feed(self, text: str) -> str:
         if not self.strip:
@@ -122,6 +123,7 @@ class Stripper:
         text = self.held + text
         kept = text.rstrip()
         self.held = text[len(kept) :]
+        self.clear = not self.held
         return kept
 
 
@@ -612,6 +614,15 @@ class ToolRegion:
         self.raw: list[str] = []
         self.mode = "final" if captures is None and _needs_captures(shape) else shape.mode
         self._untyped_member = -1  # the member `feed_in_string` found no tool type for (the last asked)
+        # Once a chunk has extended a string, the chunks after it that only extend it too are set aside here
+        # (`feed_in_string`), until anything else reads or changes the region (`flush`).
+        self._pending: list[str] | None = None
+        self._pending_item = 0
+        # What a chunk set aside must not hold: the character that may end the string, and (xml) whether
+        # a trailing space is refused ("strip": the value is stripped) or held ("lead": the tail may
+        # start with a run), as `_pending_held` holds it.
+        self._pending_end: tuple[str, str | None] = ('"', None)
+        self._pending_held = ""
         if self.mode == "json":
             self.dialect = (
                 _Dialect(shape.dialect, shape.target.json_keys_skip_strings)
@@ -633,6 +644,8 @@ class ToolRegion:
 
     def feed(self, text: str) -> list[tuple]:
         """The operations this piece of body makes certain."""
+        if self._pending is not None:
+            self.flush()
         self.raw.append(text)
         if self.mode == "json":
             self.scan.feed(self.dialect.feed(text) if self.dialect else text)
@@ -644,8 +657,34 @@ class ToolRegion:
     def feed_in_string(self, text: str) -> tuple[int, str] | None:
         """(item, arguments text) for a chunk that only extends a JSON string inside the arguments of the
         region's one call (no quote, no backslash, nothing held back), or an xml-inline string value being
-        sent (`_XmlArgs.feed_in_value`): the commonest chunk of a long argument. `feed` would walk it character run by run and render it from the body to the same
-        text; this skips both. None when the chunk is not such (the caller then uses `feed`)."""
+        sent (`_XmlArgs.feed_in_value`): the commonest chunk of a long argument. `feed` would walk it
+        character run by run and render it from the body to the same text; this skips both. None when the
+        chunk is not such (the caller then uses `feed`).
+
+        After one such chunk, the next that holds neither the character that could end the string nor,
+        where that matters, a trailing space is only set aside (`flush` takes it in later)."""
+        pending = self._pending
+        if pending is not None:
+            end, spaces = self._pending_end
+            if text and end not in text:
+                if self.mode == "json":
+                    if "\\" not in text:
+                        pending.append(text)
+                        return self._pending_item, text
+                elif spaces is None or not text[-1].isspace():
+                    pending.append(text)
+                    held, self._pending_held = self._pending_held, ""
+                    return 0, _escape(held + text if held else text)
+                elif spaces == "lead":
+                    # A trailing run the tail may start with is held back, where `_XmlArgs.feed` would
+                    # hold it: a run of these four only (any other space ends the fast way).
+                    piece = self._pending_held + text
+                    sent = piece.rstrip(" \t\n\r")
+                    if not sent[-1:].isspace():
+                        pending.append(text)
+                        self._pending_held = piece[len(sent) :]
+                        return 0, _escape(sent)
+            self.flush()
         if self.mode == "xml":
             call = self.calls.get(0)
             if call is None or not call.announced:
@@ -655,6 +694,8 @@ class ToolRegion:
                 return None
             self.raw.append(text)
             call.sent.append(sent)
+            self._pending = []
+            self._pending_end = self.xml.value_end()
             return 0, sent
         if self.mode != "json" or self.dialect is not None or len(self.calls) != 1:
             return None
@@ -676,16 +717,38 @@ class ToolRegion:
             if self._types(call.name, call.members[member][1]):
                 return None  # coercion may rewrite this member: `feed` waits for its end
             self._untyped_member = member
+        self._extend_string(call, text)
+        self._pending, self._pending_item = [], item
+        return item, text
+
+    def flush(self) -> None:
+        """Take in the chunks `feed_in_string` set aside: as it takes in the one before them."""
+        pending, self._pending = self._pending, None
+        if not pending:
+            return
+        text = "".join(pending)
+        if self.mode == "json":
+            self._extend_string(self.calls[self._pending_item], text)
+            return
+        held, self._pending_held = self._pending_held, ""
+        sent = text[: len(text) - len(held)]
         self.raw.append(text)
-        scan.text = ""  # grown through `body` alone, in place (see `_JsonScan.feed`)
+        self.calls[0].sent.append(_escape(sent))
+        self.xml.extend_value(text, sent)
+
+    def _extend_string(self, call: _Call, text: str) -> None:
+        self.raw.append(text)
+        scan = self.scan
+        body, scan.text = scan.text, ""  # grown through `body` alone, in place (see `_JsonScan.feed`)
         body += text
         scan.text = body
         scan.pos = call.sent_to = len(body)
         call.sent.append(text)
-        return item, text
 
     def close(self) -> list[tuple]:
         """The operations the end of the body makes certain; the region's value settles the rest."""
+        if self._pending is not None:
+            self.flush()
         if self.mode == "json":
             self.scan.feed(self.dialect.feed("", final=True) if self.dialect else "", final=True)
             self._flush_json()
@@ -695,6 +758,8 @@ class ToolRegion:
 
     def rest_of(self, item: int) -> str | None:
         """The rest of an announced call's arguments text once its body is complete; None if unknown."""
+        if self._pending is not None:
+            self.flush()
         call = self.calls[item]
         if self.mode == "xml":
             return self.xml.finish()
@@ -943,6 +1008,24 @@ class _XmlArgs:
         param["seen"] = len(body) - param["at"]
         param["sent"].append(piece)
         return _escape(piece)
+
+    def value_end(self) -> tuple[str, str | None]:
+        """After `feed_in_value` took a chunk: what the chunks after it must not hold to extend the value
+        (`ToolRegion.feed_in_string`): the tail's first character; and a trailing space is refused when
+        the value is stripped, held when the tail starts with a run, else free."""
+        first, lead = self.tags.tail_start
+        return first, "strip" if self.param["strip"].strip else "lead" if lead else None
+
+    def extend_value(self, text: str, sent: str) -> None:
+        """`feed_in_value`'s bookkeeping for the chunks `value_end` let through, taken in together: `sent`
+        is their text less the run held back (where the tail could start)."""
+        param = self.param
+        body, self.body = self.body, ""
+        body += text
+        self.body = body
+        param["since"] = len(body) - (len(text) - len(sent))
+        param["seen"] = param["since"] - param["at"]
+        param["sent"].append(sent)
 
     def finish(self) -> str | None:
         """The closing brace, or None when what was sent cannot equal the final arguments."""

@@ -566,9 +566,12 @@ def test_a_stopped_run_removes_its_partial_output(tmp_path: Path, sent: int, cod
         text=True,
         cwd=ROOT,
     )
-    time.sleep(2)
+    # Signalled once the run reports progress, so mid-run: a fixed sleep let a fast run finish first.
+    first = process.stderr.readline()
+    assert first.startswith("respc: ") and first.endswith(" records\n"), first
     process.send_signal(sent)
-    _, err = process.communicate(timeout=60)
+    _, rest = process.communicate(timeout=60)
+    err = first + rest
     assert process.returncode == code and err.endswith(("terminated\n", "interrupted\n")), err
     assert "Traceback" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]

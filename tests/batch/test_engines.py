@@ -565,6 +565,9 @@ def test_a_stopped_run_removes_its_partial_output(tmp_path: Path, sent: int, cod
         stderr=subprocess.PIPE,
         text=True,
         cwd=ROOT,
+        # SIGINT as a terminal sends it: a runner started in the background (`cmd &`) passes it on ignored,
+        # and Python then installs no KeyboardInterrupt handler.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     # Signalled once the run reports progress, so mid-run: a fixed sleep let a fast run finish first.
     first = process.stderr.readline()

@@ -61,12 +61,16 @@ _DELETED_THEN_REPEATED = regex.compile(r"\{d<=\d\}.*\)(?:[*+]|\{0,2\}|\{2\})")
 # 0.5 GB, then MemoryError).
 _ZERO_WIDTH_REPEATED = regex.compile(r"\((?:\?:)?(?:\^|\$|\\b|\\Z|\(\?<?[=!][ab]\))+\)(?:[*+]|\{0,2\}|\{2\})")
 _FUZZY = regex.compile(r"\{[esd]<=\d\}")
+# And a fuzzy group around a repeat of something that can match empty (`(?:(?:a|\K)*){d<=2}` on "<":
+# MemoryError): fuzzy patterns that repeat a group are left out too (the analyses know nothing of fuzzy
+# patterns anyway, which are not in the plain syntax).
+_GROUP_REPEATED = regex.compile(r"\)(?:[*+?]|\{0,2\}|\{2\})")
 
 
 def _compiles(pattern: str) -> regex.Pattern | None:
     if _DELETED_THEN_REPEATED.search(pattern):
         return None
-    if _FUZZY.search(pattern) and _ZERO_WIDTH_REPEATED.search(pattern):
+    if _FUZZY.search(pattern) and (_ZERO_WIDTH_REPEATED.search(pattern) or _GROUP_REPEATED.search(pattern)):
         return None
     try:
         return regex.compile(pattern, regex.DOTALL)

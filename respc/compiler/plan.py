@@ -33,6 +33,7 @@ from respc.compiler.analysis import (
     split_lead,
     stable_end,
 )
+from respc.compiler.analysis.syntax import parse
 from respc.compiler.transforms import transform_expression
 from respc.runtime.content import DIRTY_PARSERS
 from respc.runtime.scan import RUN_CLASSES, literal_table
@@ -54,6 +55,11 @@ PARSER_FUNCTIONS = {
 # Characters a far end-of-stream scan looks at for a literal before finding its rare character first.
 NEAR = 64
 OUTSIDE = "outside"  # the scan of the implicit field / null sink; reserved so no field takes the name
+# A head wider than this (`Delimiter.tail_skip`) is taken as unbounded (`sre_parse` gives 2**64 for `*`).
+_UNBOUNDED_HEAD = 1 << 16
+# The most characters (or starters) an end-of-stream search looks for before a regex without a literal
+# prefix (`Delimiter.skip`): each costs a `str.find` over the text.
+_MOST_SKIP_CHARS = 4
 # The most characters a state's fast modes test a chunk for (`State.start_char`): each costs an `in`.
 _MOST_START_CHARS = 3
 
@@ -198,6 +204,49 @@ class Delimiter:
         assert self.lead is None or literal[0] not in RUN_CLASSES[self.lead][1], self.anchor
         lead = self.run_const if self.lead is not None else "None"
         return f"literal_match(buf, pos, at, {length}, {lead}, {self.trail_const if trail else 'None'})"
+
+    @property
+    def skip(self) -> str | None:
+        """For a regex that matches with no literal prefix, the arguments after the pattern of its
+        end-of-stream scan `respc.runtime.scan.scan_first` (which searches from the first position a
+        match can start at, `first_start`) as an expression; None when not known. Every match of its
+        unguarded branches (the fast modes' view) starts with one of at most _MOST_SKIP_CHARS literal
+        characters (or of its `starters`, when known), perhaps after a run of its lead class (which holds
+        none of them); its guarded branches match only at the start or right after a guard character
+        (`guarded`). Only for a pattern whose match at a position does not depend on where the search
+        began (`remembered`)."""
+        if self.method != "pattern" or self.prefix or not self.remembered:
+            return None
+        fast = self.fast
+        needles: str | tuple[str, ...] = ""
+        run = "None"
+        if fast is not None:
+            chars = _literal_chars(match_first_chars(fast.rest or fast.anchor.pattern))
+            if not chars or len(chars) > _MOST_SKIP_CHARS:
+                return None
+            if fast.lead is not None:
+                run = fast.run_const
+                assert not set(chars) & RUN_CLASSES[fast.lead][1], self.anchor  # (`branch_lead` refuses them)
+            # Texts one of which every match starts with, when known, are rarer than their first characters.
+            starters = fast.starters
+            usable = starters and len(starters) <= _MOST_SKIP_CHARS and all(starters)
+            needles = tuple(starters) if usable else chars
+        elif self.guard is None:
+            return None
+        return f"{needles!r}, {run}, {self.guard!r}"
+
+    @property
+    def tail_skip(self) -> str | None:
+        """For a regex with no literal prefix written head, a run of non-stops, a literal (`tail`), the
+        arguments after the pattern of its end-of-stream scan `respc.runtime.scan.scan_tail` (the
+        literal, the stops, the widest the head can match, None when unbounded) as an expression; None
+        for the others. Only for a pattern whose match at a position does not depend on where the search
+        began (`remembered`)."""
+        if self.method != "pattern" or self.prefix or not self.remembered or self.tail is None:
+            return None
+        head, literal, stops, _ = self.tail
+        width = parse(head).getwidth()[1] if head else 0
+        return f"{literal!r}, {stops!r}, {width if width < _UNBOUNDED_HEAD else None}"
 
     @property
     def text(self) -> str:
@@ -650,6 +699,13 @@ class ParserPlan:
             if d.method in ("pattern", "lead")
         }
         scan |= {run for s in self.states for run in s.run_consts}
+        for d in (d for s in self.states if s.end_shape == "many" for d in s.watches):
+            if d.const not in self.prefixed and d.skip is not None:
+                scan.add("scan_first")
+                if "RUN_" in d.skip:
+                    scan.add(d.fast.run_const)
+            elif d.const not in self.prefixed and d.tail_skip is not None:
+                scan.add("scan_tail")
         scan |= {
             d.run_const for d in self.delimiters if d.method == "lead" and d.const in self.used_delimiters
         }
@@ -788,6 +844,22 @@ def _starts(watches: tuple[Delimiter, ...]) -> str | None:
                 return None
             items |= first
     return "[" + "".join(sorted(items)) + "]"
+
+
+def _literal_chars(items: set[str] | None) -> str | None:
+    """The characters of a class's items (`match_first_chars`), when each is one literal character
+    (escaped or not); None for a category (`\\s`), a range or no items."""
+    if not items:
+        return None
+    chars = []
+    for item in items:
+        if len(item) == 1:
+            chars.append(item)
+        elif len(item) == 2 and item[0] == "\\" and not item[1].isalnum():
+            chars.append(item[1])
+        else:
+            return None
+    return "".join(sorted(chars))
 
 
 def _runs(watches: tuple[Delimiter, ...]) -> tuple[str, ...]:

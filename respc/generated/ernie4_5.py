@@ -15,7 +15,7 @@ import re
 from respc.runtime.content import content_parser
 from respc.runtime.contract import Field, State
 from respc.runtime.parser import CompiledParser
-from respc.runtime.scan import LazyRegex, scan_literal, scan_pattern
+from respc.runtime.scan import LazyRegex, scan_first, scan_literal, scan_pattern
 from respc.runtime.targets import get_target
 
 TYPE_CHECKING = False  # importing typing would cost more than the rest of the module
@@ -180,7 +180,8 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     # open of 'reasoning_content'
     found = memo.get("REASONING_CONTENT_OPEN_RE")
     if found is None or (found and found[0] < pos):
-        found = scan_pattern(buf, pos, REASONING_CONTENT_OPEN_RE, True)
+        # Searched from where a match can first start: its start characters (after its lead run), a guard's.
+        found = scan_first(buf, pos, REASONING_CONTENT_OPEN_RE, ("<think>",), None, "")
         found = memo["REASONING_CONTENT_OPEN_RE"] = found or ()
     if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
         best = (found[0], found[1], True, "reasoning_content", found[3])
@@ -212,7 +213,8 @@ def _end_content(buf: str, pos: int, memo: dict) -> tuple | None:
     # What _scan_content watches, at the end of the stream.
     best = None
     # close of 'content'
-    found = scan_pattern(buf, pos, CONTENT_CLOSE_RE, True)
+    # Searched from where a match can first start: its start characters (after its lead run), a guard's.
+    found = scan_first(buf, pos, CONTENT_CLOSE_RE, "\n<", None, None)
     if found:
         best = (found[0], found[1], False, "content", found[3])
     # A zero-width match at the very end commits nothing, as in the streaming scan.
@@ -244,7 +246,8 @@ def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     # open of 'reasoning_content'
     found = memo.get("REASONING_CONTENT_OPEN_RE")
     if found is None or (found and found[0] < pos):
-        found = scan_pattern(buf, pos, REASONING_CONTENT_OPEN_RE, True)
+        # Searched from where a match can first start: its start characters (after its lead run), a guard's.
+        found = scan_first(buf, pos, REASONING_CONTENT_OPEN_RE, ("<think>",), None, "")
         found = memo["REASONING_CONTENT_OPEN_RE"] = found or ()
     if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
         best = (found[0], found[1], True, "reasoning_content", found[3])

@@ -16,7 +16,7 @@ import re
 from respc.runtime.content import content_parser
 from respc.runtime.contract import Field, State
 from respc.runtime.parser import CompiledParser
-from respc.runtime.scan import LazyRegex, scan_literal, scan_pattern
+from respc.runtime.scan import LazyRegex, scan_literal, scan_pattern, scan_tail
 from respc.runtime.targets import get_target
 from respc.runtime.transform import resolve_placeholder
 
@@ -186,21 +186,24 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     # open of 'content'
     found = memo.get("CONTENT_OPEN_RE")
     if found is None or (found and found[0] < pos):
-        found = scan_pattern(buf, pos, CONTENT_OPEN_RE, True)
+        # Every match holds the literal its run ends at: searched only where it occurs, after the last stop.
+        found = scan_tail(buf, pos, CONTENT_OPEN_RE, "<|content_text|>", "<", 17)
         found = memo["CONTENT_OPEN_RE"] = found or ()
     if found:
         best = (found[0], found[1], True, "content", found[3])
     # open of 'reasoning_content'
     found = memo.get("REASONING_CONTENT_OPEN_RE")
     if found is None or (found and found[0] < pos):
-        found = scan_pattern(buf, pos, REASONING_CONTENT_OPEN_RE, True)
+        # Every match holds the literal its run ends at: searched only where it occurs, after the last stop.
+        found = scan_tail(buf, pos, REASONING_CONTENT_OPEN_RE, "<|content_thinking|>", "<", 17)
         found = memo["REASONING_CONTENT_OPEN_RE"] = found or ()
     if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
         best = (found[0], found[1], True, "reasoning_content", found[3])
     # open of 'tool_calls'
     found = memo.get("TOOL_CALLS_OPEN_RE")
     if found is None or (found and found[0] < pos):
-        found = scan_pattern(buf, pos, TOOL_CALLS_OPEN_RE, True)
+        # Every match holds the literal its run ends at: searched only where it occurs, after the last stop.
+        found = scan_tail(buf, pos, TOOL_CALLS_OPEN_RE, "<|content_invoke_tool_json|>", "<", 17)
         found = memo["TOOL_CALLS_OPEN_RE"] = found or ()
     if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
         best = (found[0], found[1], True, "tool_calls", found[3])

@@ -17,7 +17,15 @@ import re
 from respc.runtime.content import content_parser
 from respc.runtime.contract import Field, State
 from respc.runtime.parser import CompiledParser
-from respc.runtime.scan import RUN_WHITESPACE, LazyRegex, lead_reaches, scan_lead, scan_literal, scan_pattern
+from respc.runtime.scan import (
+    RUN_WHITESPACE,
+    LazyRegex,
+    lead_reaches,
+    scan_first,
+    scan_lead,
+    scan_literal,
+    scan_pattern,
+)
 from respc.runtime.targets import get_target
 from respc.runtime.transform import resolve_placeholder
 
@@ -223,7 +231,8 @@ def _end_reasoning_content(buf: str, pos: int, memo: dict) -> tuple | None:
     # What _scan_reasoning_content watches, at the end of the stream.
     best = None
     # close of 'reasoning_content'
-    found = scan_pattern(buf, pos, REASONING_CONTENT_CLOSE_RE, True)
+    # Searched from where a match can first start: its start characters (after its lead run), a guard's.
+    found = scan_first(buf, pos, REASONING_CONTENT_CLOSE_RE, "<", None, None)
     if found:
         best = (found[0], found[1], False, "reasoning_content", found[3])
     # A zero-width match at the very end commits nothing, as in the streaming scan.

@@ -18,7 +18,7 @@ import re
 from respc.runtime.content import content_parser
 from respc.runtime.contract import Field, State
 from respc.runtime.parser import CompiledParser
-from respc.runtime.scan import RUN_WHITESPACE, LazyRegex, lead_reaches, scan_lead, scan_pattern
+from respc.runtime.scan import RUN_WHITESPACE, LazyRegex, lead_reaches, scan_first, scan_lead, scan_pattern
 from respc.runtime.targets import get_target
 from respc.runtime.transform import resolve_placeholder
 
@@ -159,7 +159,8 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     # open of 'tool_calls'
     found = memo.get("TOOL_CALLS_OPEN_RE")
     if found is None or (found and found[0] < pos):
-        found = scan_pattern(buf, pos, TOOL_CALLS_OPEN_RE, True)
+        # Searched from where a match can first start: its start characters (after its lead run), a guard's.
+        found = scan_first(buf, pos, TOOL_CALLS_OPEN_RE, "", None, ";")
         found = memo["TOOL_CALLS_OPEN_RE"] = found or ()
     if found:
         best = (found[0], found[1], True, "tool_calls", found[3])
@@ -180,7 +181,8 @@ def _end_tool_calls(buf: str, pos: int, memo: dict) -> tuple | None:
     # What _scan_tool_calls watches, at the end of the stream.
     best = None
     # close of 'tool_calls'
-    found = scan_pattern(buf, pos, TOOL_CALLS_CLOSE_RE, True)
+    # Searched from where a match can first start: its start characters (after its lead run), a guard's.
+    found = scan_first(buf, pos, TOOL_CALLS_CLOSE_RE, ";<", RUN_WHITESPACE, None)
     if found:
         best = (found[0], found[1], False, "tool_calls", found[3])
     # A zero-width match at the very end commits nothing, as in the streaming scan.

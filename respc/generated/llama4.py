@@ -15,7 +15,7 @@ import re
 from respc.runtime.content import content_parser
 from respc.runtime.contract import Field, State
 from respc.runtime.parser import CompiledParser
-from respc.runtime.scan import LazyRegex, literal_table, scan_literals, scan_pattern
+from respc.runtime.scan import LazyRegex, literal_table, scan_first, scan_literals, scan_pattern
 from respc.runtime.targets import get_target
 from respc.runtime.transform import each_scope, resolve_in
 
@@ -128,7 +128,8 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     # open of 'tool_calls'
     found = memo.get("TOOL_CALLS_OPEN_RE")
     if found is None or (found and found[0] < pos):
-        found = scan_pattern(buf, pos, TOOL_CALLS_OPEN_RE, True)
+        # Searched from where a match can first start: its start characters (after its lead run), a guard's.
+        found = scan_first(buf, pos, TOOL_CALLS_OPEN_RE, ("<|python_start|>",), None, "")
         found = memo["TOOL_CALLS_OPEN_RE"] = found or ()
     if found:
         best = (found[0], found[1], True, "tool_calls", found[3])

@@ -16,7 +16,7 @@ import re
 from respc.runtime.content import content_parser
 from respc.runtime.contract import Field, State
 from respc.runtime.parser import CompiledParser
-from respc.runtime.scan import RUN_WHITESPACE, LazyRegex, scan_lead, scan_literal, scan_pattern
+from respc.runtime.scan import RUN_WHITESPACE, LazyRegex, scan_first, scan_lead, scan_literal, scan_pattern
 from respc.runtime.targets import get_target
 from respc.runtime.transform import resolve_placeholder
 
@@ -165,7 +165,8 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     # open of 'tool_calls'
     found = memo.get("TOOL_CALLS_OPEN_RE")
     if found is None or (found and found[0] < pos):
-        found = scan_pattern(buf, pos, TOOL_CALLS_OPEN_RE, True)
+        # Searched from where a match can first start: its start characters (after its lead run), a guard's.
+        found = scan_first(buf, pos, TOOL_CALLS_OPEN_RE, ("<minimax:tool_call>",), RUN_WHITESPACE, ">")
         found = memo["TOOL_CALLS_OPEN_RE"] = found or ()
     if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
         best = (found[0], found[1], True, "tool_calls", found[3])

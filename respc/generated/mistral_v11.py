@@ -16,7 +16,7 @@ import re
 from respc.runtime.content import content_parser
 from respc.runtime.contract import Field, State
 from respc.runtime.parser import CompiledParser
-from respc.runtime.scan import LazyRegex, literal_table, scan_literal, scan_literals, scan_pattern
+from respc.runtime.scan import LazyRegex, literal_table, scan_first, scan_literal, scan_literals, scan_pattern
 from respc.runtime.targets import get_target
 from respc.runtime.transform import resolve_placeholder
 
@@ -223,7 +223,8 @@ def _end_tool_calls(buf: str, pos: int) -> tuple | None:
     # What _scan_tool_calls watches, at the end of the stream.
     best = None
     # close of 'tool_calls'
-    found = scan_pattern(buf, pos, TOOL_CALLS_CLOSE_RE, True)
+    # Searched from where a match can first start: its start characters (after its lead run), a guard's.
+    found = scan_first(buf, pos, TOOL_CALLS_CLOSE_RE, "<[", None, None)
     if found:
         best = (found[0], found[1], False, "tool_calls", found[3])
     # A zero-width match at the very end commits nothing, as in the streaming scan.

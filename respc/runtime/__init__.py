@@ -25,10 +25,12 @@ ABI = {
         "lead_reaches",
         "literal_match",
         "literal_table",
+        "scan_first",
         "scan_lead",
         "scan_literal",
         "scan_literals",
         "scan_pattern",
+        "scan_tail",
     ),
     # each field's content parser, built for its arguments when the module is imported
     "respc.runtime.content": ("content_parser",),

@@ -25,6 +25,7 @@ __all__ = [
     "AfterHead",
     "LazyRegex",
     "SearchTimeout",
+    "first_start",
     "held_pattern",
     "lead_holds",
     "lead_reaches",
@@ -32,10 +33,12 @@ __all__ = [
     "partial_at",
     "partial_start",
     "run_start",
+    "scan_first",
     "scan_lead",
     "scan_literal",
     "scan_literals",
     "scan_pattern",
+    "scan_tail",
     "set_search_timeout",
     "survives_extension",
 ]
@@ -349,6 +352,91 @@ def survives_extension(pattern: Any, buf: str, start: int, end: int, match: Any)
     return (
         extended is not None and extended.span() == (start, end) and extended.groupdict() == match.groupdict()
     )
+
+
+def first_start(
+    buf: str, pos: int, needles: str | tuple[str, ...], run: frozenset[str] | None, guard: str | None
+) -> int:
+    """The first position from `pos` where a match of a regex delimiter can start, by what the compiler
+    proved of it (`Delimiter.skip`): every match of its unguarded branches starts with a run of `run`
+    characters (perhaps empty; None: no run) and then one of `needles` (characters, or texts), which
+    start with no run character; a guarded branch (`guard` not None) matches only at the buffer's start
+    or right after one of `guard`. -1 when none can start. A search from there finds what one from `pos`
+    finds, for a pattern whose match at a position does not depend on where the search began
+    (`Delimiter.remembered`), and the text before it is never run through the regex engine (which tries
+    a pattern such as `\\s*;(?=...)` at every character, ~45 ns each)."""
+    if guard is not None and pos == 0:
+        return 0  # (a `^` branch)
+    start = -1
+    for needle in needles:
+        at = buf.find(needle, pos)
+        if at >= 0 and (start < 0 or at < start):
+            start = at
+    if run is not None:
+        while start > pos and buf[start - 1] in run:
+            start -= 1
+    if guard:
+        for char in guard:
+            at = buf.find(char, pos - 1)
+            if at >= 0 and (start < 0 or at < start - 1):
+                start = at + 1
+    return start
+
+
+def scan_first(
+    buf: str,
+    pos: int,
+    pattern: Any,
+    needles: str | tuple[str, ...],
+    run: frozenset[str] | None,
+    guard: str | None,
+) -> Found | None:
+    """The end-of-stream `scan_pattern` of a regex delimiter without a literal prefix (`Delimiter.skip`),
+    searched from the first position a match can start at (`first_start`). At the buffer's start, where a
+    guarded `^` branch may match, the pattern is matched there first: the leftmost match is the one there
+    if any, and a search would otherwise try every position after it."""
+    if pos == 0 and guard is not None:
+        if _LIMIT[0] is None:
+            match = pattern.match(buf)
+        else:
+            try:
+                match = pattern.match(buf, 0, None, None, False, _LIMIT[0])
+            except TimeoutError as error:
+                raise SearchTimeout(
+                    f"respc: searching for the delimiter /{pattern.pattern}/ took longer than the "
+                    f"{_LIMIT[0]} s limit set with respc.runtime.scan.set_search_timeout"
+                ) from error
+        if match is not None:
+            return match.start(), match.end(), True, match
+        at = first_start(buf, 1, needles, run, guard) if buf else -1
+    else:
+        at = first_start(buf, pos, needles, run, guard)
+    if at < 0:
+        return None
+    match = _search(pattern, buf, at, False)
+    return None if match is None else (match.start(), match.end(), True, match)
+
+
+def scan_tail(buf: str, pos: int, pattern: Any, literal: str, stops: str, width: int | None) -> Found | None:
+    """The end-of-stream `scan_pattern` of a regex written head, a run of characters other than `stops`,
+    then `literal` (`Delimiter.tail_skip`; inkling's `(?:<\\|message_model\\|>)?[^<]*<\\|content_text\\|>`).
+
+    Every match holds the literal, so there is none where it does not occur: the `regex` module would
+    find that out by trying the head and the run at every position, each run to the next stop, which is
+    quadratic in a text without stops. Where it occurs, and it starts with a stop, which no run takes,
+    no match starts before the last stop ahead of its first occurrence, less the widest the head can be
+    (`width`; None: unbounded): a match ending there runs from after that stop, and one ending at a later
+    occurrence runs from after the first one."""
+    at = buf.find(literal, pos)
+    if at < 0:
+        return None
+    start = pos
+    if stops and width is not None:
+        last = max(buf.rfind(stop, pos, at) for stop in stops)
+        if last >= 0:
+            start = max(pos, last + 1 - width)
+    match = _search(pattern, buf, start, False)
+    return None if match is None else (match.start(), match.end(), True, match)
 
 
 def scan_pattern(buf: str, pos: int, pattern: Any, eos: bool, recheck: bool = False) -> Found | None:

@@ -1,0 +1,197 @@
+"""End-of-stream searches that start at the first position a match can start at (`first_start`).
+
+A regex delimiter without a literal prefix (`\\s*;(?=...)|<\\|eom\\|>`, llama3's call separator) was
+searched from the scan position: the `regex` module then tries the pattern at every character of the
+text, ~45 ns each over a 2,000-character argument. The compiler proves where a match can start
+(`Delimiter.skip`: one of a few characters, after a run of the lead class; or the buffer's start, or right
+after a guard character), and the search starts at the first such place. These tests draw delimiters of
+those shapes and texts that put their start characters, runs and guards on every edge, and compare the
+search from there with the search from every position.
+"""
+
+from __future__ import annotations
+
+import pytest
+import regex
+from hypothesis import HealthCheck, assume, example, given, settings
+from hypothesis import strategies as st
+
+import respc
+from respc.compiler.plan import plan_parser
+from respc.runtime import scan
+from respc.runtime.scan import first_start, scan_first, scan_tail
+from respc.spec import load_template
+
+_GUARDS = ["", "", "^", r"(?<=;)", r"(?<=</i>)", r"(?<=[;,])"]
+_LEADS = ["", "", r"\s*", r"\n*", r"[ \t]*"]
+_BODIES = [
+    r";(?=\s*\{)",
+    r"<e>",
+    r"<\|m\|>",
+    r"(?=\[)",
+    r"(?=\[[a-z])",
+    r"\n\n(?=\[)",
+    r"<a>\s*",
+    r";",
+    r"x(?P<n>[^<;]*)<",
+    r"(?:<t>|\[T\])",
+    r"<(?=a)|;b",
+]
+# Texts are drawn as pieces of the delimiters above, so that their matches, near misses, runs before them
+# and guard characters right before them all come up.
+_PIECES = [
+    *(";", "{", " ", "\n", "\t", "<", "[", "a", "b", "x", ",", ">"),
+    *("<e>", "<|m|>", "[a", "</i>", "<a>", "[T]", "<t>"),
+    *(" ;{", "\n\n[a", " <e>", "\t <a>", " ;\n{", "; <|m|>", ">\t<a>", ",\n<t>"),  # runs before matches
+]
+
+
+def _branches() -> st.SearchStrategy[str]:
+    return st.tuples(st.sampled_from(_GUARDS), st.sampled_from(_LEADS), st.sampled_from(_BODIES)).map("".join)
+
+
+def _skip_of(pattern: str) -> tuple | None:
+    """The arguments the compiled end-of-stream search of `pattern` passes to `first_start`, or None."""
+    field = {"open_pattern": pattern, "close": "</x>", "transform": {"c": "{content}"}}
+    template = {"start_anchor": "S", "fields": {"x": field}}
+    plan = plan_parser(load_template(template, "5.24"), "drawn")
+    (d,) = [d for d in plan.delimiters if d.anchor.pattern == pattern]
+    return None if d.skip is None else eval(f"({d.skip},)", vars(scan))  # (the compiler writes it as code)
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    branches=st.lists(_branches(), min_size=1, max_size=3),
+    text=st.lists(st.sampled_from(_PIECES), max_size=10).map("".join),
+)
+@example(branches=[r"\s*;(?=\s*\{)", "<e>"], text="a \t;{")  # a run before the start character
+@example(branches=[r"^\s*(?=\{)", r"(?<=;)\s*(?=\{)"], text="{;{")  # `^` at 0, a guard after it
+@example(branches=[r"(?<=</i>)<a>", "<e>"], text="</i><a>")  # a guard character right before
+def test_the_search_from_the_first_start_finds_the_leftmost_match(branches: list[str], text: str) -> None:
+    pattern = "|".join(branches)
+    try:
+        compiled = regex.compile(pattern, regex.DOTALL)
+    except regex.error:
+        assume(False)
+    skip = _skip_of(pattern)
+    assume(skip is not None)
+    for pos in range(len(text) + 1):
+        expected = compiled.search(text, pos)
+        at = first_start(text, pos, *skip)
+        assert at == -1 or pos <= at <= len(text)
+        if expected is not None and expected.start() < len(text):
+            assert 0 <= at <= expected.start(), (pattern, text, pos, skip)
+        found = scan_first(text, pos, compiled, *skip)
+        if found is None:
+            # (A zero-width match at the very end commits nothing: the end scans refuse it.)
+            assert expected is None or expected.start() == len(text), (pattern, text, pos, skip)
+        else:
+            assert expected is not None, (pattern, text, pos)
+            assert found[:3] == (*expected.span(), True), (pattern, text, pos, found)
+            assert found[3].groupdict() == expected.groupdict()
+
+
+# (Heads without a literal prefix: a delimiter with one is searched from it, and takes no tail skip.)
+_HEADS = ["", "(?:<m>)?", "(?:<m>|b)?", "x*", "(?P<h>a?)", "(?:;a)?", "(?:ab<)?"]
+_RUNS = [r"[^<]*", r"[^<]+", r"[^<;]*", r".*?", r"[^<]{2,}", r"(?P<r>[^<\n]+)"]
+_LITERALS = ["<e>", "<t>", "<m>", "\n<e>"]
+_TAIL_PIECES = [
+    *("<", ";", "\n", "a", "b", "x", "<e>", "<t>", "<m>"),
+    *(
+        "<m>a",
+        "<m>ab<e>",
+        "a<t>",
+        "xx<e>",
+        "<m>x<t>",
+        ";a<e>",
+        "b\n<e>",
+        "<m><e>",
+        "b;<t>",
+        "ab<x<e>",
+        "ab<<t>",
+    ),
+]
+
+
+def _tail_skip_of(pattern: str) -> tuple | None:
+    field = {"open_pattern": pattern, "close": "</x>", "transform": {"c": "{content}"}}
+    plan = plan_parser(load_template({"start_anchor": "S", "fields": {"x": field}}, "5.24"), "drawn")
+    (d,) = [d for d in plan.delimiters if d.anchor.pattern == pattern]
+    return None if d.tail_skip is None else eval(f"({d.tail_skip},)")  # (the compiler writes it as code)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    parts=st.tuples(st.sampled_from(_HEADS), st.sampled_from(_RUNS), st.sampled_from(_LITERALS)),
+    text=st.lists(st.sampled_from(_TAIL_PIECES), max_size=10).map("".join),
+)
+@example(parts=("(?:ab<)?", "[^<]*", "<e>"), text="ab<x<e>")  # a head ending with a stop
+@example(parts=("(?:<m>)?", "[^<]*", "<e>"), text="b<m>ab<e>")  # a head starting with one
+@example(parts=("", "[^<]+", "<t>"), text="<e><t>a<t>")  # a run that cannot be empty
+def test_a_tail_search_finds_the_leftmost_match(parts: tuple[str, str, str], text: str) -> None:
+    """Inkling's shape: a head, a run of non-stops, a literal (`scan_tail`)."""
+    pattern = "".join(parts[:2]) + regex.escape(parts[2])
+    skip = _tail_skip_of(pattern)
+    assume(skip is not None)
+    compiled = regex.compile(pattern, regex.DOTALL)
+    for pos in range(len(text) + 1):
+        expected = compiled.search(text, pos)
+        found = scan_tail(text, pos, compiled, *skip)
+        if expected is None:
+            assert found is None, (pattern, text, pos)
+        else:
+            assert found is not None and found[:3] == (*expected.span(), True), (pattern, text, pos, found)
+            assert found[3].groupdict() == expected.groupdict()
+
+
+@pytest.mark.parametrize(
+    ("pattern", "skip"),
+    [
+        (r"(?:<\|m\|>)?[^<]*<\|t\|>", ("<|t|>", "<", 5)),
+        (r"x*[^<]*<e>", ("<e>", "<", None)),  # an unbounded head: only the literal is looked for
+        (r"a.*?<e>", None),  # (a literal prefix: searched from it)
+        (r"(?:a|b).*?;", (";", "", 1)),
+        (r"[^<]*<e>(?=x)", None),  # not a tail
+    ],
+)
+def test_what_the_compiler_proves_of_tails(pattern: str, skip: tuple | None) -> None:
+    assert _tail_skip_of(pattern) == skip
+
+
+@pytest.mark.parametrize(
+    ("pattern", "skip"),
+    [
+        # llama3: a `^` branch and a `(?<=;)` branch (no unguarded one), and the separator after a run
+        (r"^\s*(?=\{)|(?<=;)\s*(?=\{)", ("", None, ";")),
+        (r"\s*;(?=\s*\{)|<\|eom\|>", (";<", scan.RUN_WHITESPACE, None)),
+        (r"(?:^|\n\n)(?=\[[a-z])", (("\n\n",), None, "")),  # (a text every match starts with, when known)
+        (r"</s>|(?=\[T\])", ("<[", None, None)),
+        (r"(?:\s*<c>|(?<=</i>))\s*<a>", (("<c>",), scan.RUN_WHITESPACE, ">")),
+        # Not skipped: a literal prefix (searched from it already), a category or too many characters
+        # first, anything first.
+        (r"<a>(?P<n>\w+)", None),
+        (r"\w+;", None),
+        (r"a|b|c|d|e", None),
+        (r"x*;", (";x", None, None)),
+        (r".*;", None),
+    ],
+)
+def test_what_the_compiler_proves(pattern: str, skip: tuple | None) -> None:
+    assert _skip_of(pattern) == skip
+
+
+def test_presets_search_from_the_first_start() -> None:
+    """The presets whose whole-message parse spent most of its time in such searches (issue #31) take it."""
+    skipped = {}
+    for name in ("llama3_json", "gemma3_pythonic", "llama4", "mistral_v11", "ernie4_5"):
+        plan = plan_parser(load_template(respc.load_preset(name).TEMPLATE, "5.24"), name)
+        skipped[name] = sorted(
+            d.const for d in plan.delimiters if d.skip is not None and d.const not in plan.prefixed
+        )
+    assert skipped == {
+        "llama3_json": ["TOOL_CALLS_CLOSE_RE", "TOOL_CALLS_OPEN_RE"],
+        "gemma3_pythonic": ["TOOL_CALLS_OPEN_RE"],
+        "llama4": ["TOOL_CALLS_OPEN_RE"],
+        "mistral_v11": ["TOOL_CALLS_CLOSE_RE"],
+        "ernie4_5": ["CONTENT_CLOSE_RE", "REASONING_CONTENT_OPEN_RE"],
+    }

@@ -699,6 +699,8 @@ class ParserPlan:
             if d.method in ("pattern", "lead")
         }
         scan |= {run for s in self.states for run in s.run_consts}
+        if any(s.end_shape == "literals" and len(s.first_chars) > 1 for s in self.states):
+            scan.add("first_start")
         for d in (d for s in self.states if s.end_shape == "many" for d in s.watches):
             if d.const not in self.prefixed and d.skip is not None:
                 scan.add("scan_first")

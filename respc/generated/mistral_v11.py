@@ -16,7 +16,15 @@ import re
 from respc.runtime.content import content_parser
 from respc.runtime.contract import Field, State
 from respc.runtime.parser import CompiledParser
-from respc.runtime.scan import LazyRegex, literal_table, scan_first, scan_literal, scan_literals, scan_pattern
+from respc.runtime.scan import (
+    LazyRegex,
+    first_start,
+    literal_table,
+    scan_first,
+    scan_literal,
+    scan_literals,
+    scan_pattern,
+)
 from respc.runtime.targets import get_target
 from respc.runtime.transform import resolve_placeholder
 
@@ -72,6 +80,11 @@ _REASONING_CONTENT_LITERALS, _REASONING_CONTENT_COMMITS = literal_table(
 _REASONING_CONTENT_RE = re.compile("|".join(map(re.escape, _REASONING_CONTENT_LITERALS)))
 _REASONING_CONTENT_STARTS = re.compile(r"[<\[]")
 _TOOL_CALLS_STARTS = re.compile(r"[<\[]")
+
+# `re` tries an alternation of literals that start with several characters at every position (~7 ns a
+# character): an end-of-stream scan of more than LONG_TEXT characters finds the first of those
+# characters with `str.find` (memchr) first.
+LONG_TEXT = 128
 
 # End-of-stream scans of a long text (`FAR_SCANS`) look for a literal (or a regex's literal prefix) within
 # the next NEAR characters (delimiters often come in clusters); beyond them, from the first occurrence of
@@ -212,6 +225,12 @@ def _end_outside(buf: str, pos: int) -> tuple | None:
 
 def _end_reasoning_content(buf: str, pos: int) -> tuple | None:
     # What _scan_reasoning_content watches, at the end of the stream.
+    if len(buf) - pos > LONG_TEXT:
+        # `re` tries literals with several first characters at every position: over a long text, the
+        # first of those characters is found with `str.find` first.
+        pos = first_start(buf, pos, "<[", None, None)
+        if pos < 0:
+            return None
     match = _REASONING_CONTENT_RE.search(buf, pos)
     if match is None:
         return None

@@ -14,7 +14,7 @@ import re
 from respc.runtime.content import content_parser
 from respc.runtime.contract import Field, State
 from respc.runtime.parser import CompiledParser
-from respc.runtime.scan import literal_table, scan_literal
+from respc.runtime.scan import first_start, literal_table, scan_literal
 from respc.runtime.targets import get_target
 from respc.runtime.transform import each_scope, resolve_in
 
@@ -60,6 +60,11 @@ _OUTSIDE_RE = re.compile("|".join(map(re.escape, _OUTSIDE_LITERALS)))
 _OUTSIDE_PARTIALS = frozenset(literal[:k] for literal in _OUTSIDE_LITERALS for k in range(1, len(literal)))
 _OUTSIDE_PARTIAL_SPAN = len(_OUTSIDE_LITERALS[0]) - 1
 _OUTSIDE_STARTS = re.compile(r"[<\[]")
+
+# `re` tries an alternation of literals that start with several characters at every position (~7 ns a
+# character): an end-of-stream scan of more than LONG_TEXT characters finds the first of those
+# characters with `str.find` (memchr) first.
+LONG_TEXT = 128
 
 # End-of-stream scans of a long text (`FAR_SCANS`) look for a literal (or a regex's literal prefix) within
 # the next NEAR characters (delimiters often come in clusters); beyond them, from the first occurrence of
@@ -119,6 +124,12 @@ def _scan_tool_calls(buf: str, pos: int) -> tuple:
 
 def _end_outside(buf: str, pos: int) -> tuple | None:
     # What _scan_outside watches, at the end of the stream.
+    if len(buf) - pos > LONG_TEXT:
+        # `re` tries literals with several first characters at every position: over a long text, the
+        # first of those characters is found with `str.find` first.
+        pos = first_start(buf, pos, "<[", None, None)
+        if pos < 0:
+            return None
     match = _OUTSIDE_RE.search(buf, pos)
     if match is None:
         return None

@@ -15,6 +15,7 @@ import pytest
 import regex
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
+from support.compare import SUPPORTED_TARGETS, assert_same, oracle_parse, respc_parse
 
 import respc
 from respc.compiler.plan import plan_parser
@@ -195,3 +196,62 @@ def test_presets_search_from_the_first_start() -> None:
         "mistral_v11": ["TOOL_CALLS_CLOSE_RE"],
         "ernie4_5": ["CONTENT_CLOSE_RE", "REASONING_CONTENT_OPEN_RE"],
     }
+
+
+_WHOLE_TEMPLATES = [
+    {  # a literal table whose literals start with two characters (mistral v3), searched from the first
+        "start_anchor": "S",
+        "fields": {
+            "tool_calls": {"open": "[T]", "close": "</s>", "content": "json"},
+            "content": {"close": ["</s>", "[E]"]},
+        },
+    },
+    {  # llama3's shapes: guarded openers, a separator after a lead run
+        "start_anchor": "S",
+        "fields": {
+            "tool_calls": {
+                "open_pattern": r"^\s*(?=\{)|(?<=;)\s*(?=\{)",
+                "close_pattern": r"\s*;(?=\s*\{)|<e>",
+                "repeats": True,
+            },
+            "content": {"close_pattern": r"\s*<e>"},
+        },
+    },
+    {  # inkling's: a head, a run of non-stops, a literal
+        "start_anchor": "S",
+        "fields": {
+            "reasoning_content": {"open_pattern": r"(?:<m>)?[^<]*<th>", "close": "<end>", "repeats": True},
+            "content": {"open_pattern": r"(?:<m>)?[^<]*<tx>", "close": "<end>", "repeats": True},
+        },
+    },
+]
+_WHOLE_PIECES = [
+    "[T]",
+    "</s>",
+    "[E]",
+    "<e>",
+    ";",
+    " ",
+    "{",
+    "<m>",
+    "<th>",
+    "<tx>",
+    "<end>",
+    "<",
+    "[",
+    "x" * 150,
+]
+
+
+@pytest.mark.parametrize("target", SUPPORTED_TARGETS)
+@pytest.mark.parametrize("index", range(len(_WHOLE_TEMPLATES)))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pieces=st.lists(st.sampled_from(_WHOLE_PIECES), max_size=10), prefix=st.sampled_from(["", "S", "S{"]))
+def test_long_whole_messages_agree_with_transformers(
+    index: int, target: str, pieces: list[str], prefix: str
+) -> None:
+    """The scans above, as compiled into a parser, on whole messages long enough to take them (a piece of
+    150 characters puts the text past LONG_TEXT), against transformers."""
+    template, text = _WHOLE_TEMPLATES[index], "".join(pieces)
+    ours = respc_parse(template, text, prefix, target=target)
+    assert_same(ours, oracle_parse(template, text, prefix, target=target), template, repr(text), target)

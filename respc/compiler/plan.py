@@ -23,6 +23,7 @@ from respc.compiler.analysis import (
     empty_together,
     guarded,
     is_plain,
+    literal_alternatives,
     literal_prefix,
     literal_run,
     literal_strings,
@@ -236,6 +237,21 @@ class Delimiter:
         return f"{needles!r}, {run}, {self.guard!r}"
 
     @property
+    def lead_skip(self) -> str | None:
+        """For a lead-run regex `R*X` whose `X` has no literal prefix, the characters (or `starters`) every
+        match of `X` starts with, as an expression: its end-of-stream scan searches `X` from the first of
+        them (`first_start`, then `scan_lead`'s `at`); None when not known. As for `skip`, only for a
+        pattern whose match at a position does not depend on where the search began."""
+        if self.method != "lead" or self.prefix or self.guard is not None or not self.remembered:
+            return None
+        chars = _literal_chars(match_first_chars(self.rest))
+        if not chars or len(chars) > _MOST_SKIP_CHARS:
+            return None
+        starters = self.starters
+        usable = starters and len(starters) <= _MOST_SKIP_CHARS and all(starters)
+        return repr(tuple(starters) if usable else chars)
+
+    @property
     def tail_skip(self) -> str | None:
         """For a regex with no literal prefix written head, a run of non-stops, a literal (`tail`), the
         arguments after the pattern of its end-of-stream scan `respc.runtime.scan.scan_tail` (the
@@ -247,6 +263,20 @@ class Delimiter:
         head, literal, stops, _ = self.tail
         width = parse(head).getwidth()[1] if head else 0
         return f"{literal!r}, {stops!r}, {width if width < _UNBOUNDED_HEAD else None}"
+
+    @property
+    def alternatives(self) -> tuple[str, ...] | None:
+        """The literals of a regex that is (after its lead run) an alternation of literals and nothing else
+        (`literal_alternatives`), in the order a match at one position tries them: an end-of-stream scan
+        that has found its prefix finds its match with `str.find`s (`respc.runtime.scan.
+        alternatives_match`), without a regex search and without a match object (it has no groups)."""
+        if self.anchor.literals is not None or self.literal_run is not None:
+            return None
+        return literal_alternatives(self.rest or self.anchor.pattern)
+
+    @property
+    def alternatives_const(self) -> str:
+        return self.name + "_STRINGS"
 
     @property
     def text(self) -> str:
@@ -699,15 +729,22 @@ class ParserPlan:
             if d.method in ("pattern", "lead")
         }
         scan |= {run for s in self.states for run in s.run_consts}
+        many = [d for s in self.states if s.end_shape == "many" for d in s.watches]
+        if any(d.alternatives for d in many):
+            scan.add("alternatives_match")
         if any(s.end_shape == "literals" and len(s.first_chars) > 1 for s in self.states):
             scan.add("first_start")
-        for d in (d for s in self.states if s.end_shape == "many" for d in s.watches):
+        for d in many:
+            if d.alternatives:
+                continue
             if d.const not in self.prefixed and d.skip is not None:
                 scan.add("scan_first")
                 if "RUN_" in d.skip:
                     scan.add(d.fast.run_const)
             elif d.const not in self.prefixed and d.tail_skip is not None:
                 scan.add("scan_tail")
+            elif d.const not in self.prefixed and d.lead_skip is not None:
+                scan.add("first_start")
         scan |= {
             d.run_const for d in self.delimiters if d.method == "lead" and d.const in self.used_delimiters
         }

@@ -17,7 +17,15 @@ import re
 from respc.runtime.content import content_parser
 from respc.runtime.contract import Field, State
 from respc.runtime.parser import CompiledParser
-from respc.runtime.scan import RUN_WHITESPACE, LazyRegex, lead_reaches, scan_lead, scan_literal
+from respc.runtime.scan import (
+    RUN_WHITESPACE,
+    LazyRegex,
+    alternatives_match,
+    first_start,
+    lead_reaches,
+    scan_lead,
+    scan_literal,
+)
 from respc.runtime.targets import get_target
 from respc.runtime.transform import resolve_placeholder
 
@@ -65,6 +73,8 @@ TOOL_CALLS_CLOSE = "<｜tool▁call▁end｜>"
 TOOL_CALLS_CLOSE_LENGTH = len(TOOL_CALLS_CLOSE)
 CONTENT_CLOSE_PREFIX = "<｜"  # every match of the rest starts with this
 CONTENT_CLOSE_PREFIX_LENGTH = len(CONTENT_CLOSE_PREFIX)
+# What CONTENT_CLOSE_RE matches after its lead run, in the order a match at one position tries them.
+CONTENT_CLOSE_STRINGS = ("<｜tool▁calls▁end｜>", "<｜end▁of▁sentence｜>")
 # /\s*(?:<｜tool▁calls▁end｜>|<｜end▁of▁sentence｜>)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"(?:<｜tool▁calls▁end｜>|<｜end▁of▁sentence｜>)")
@@ -205,7 +215,9 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     # open of 'tool_calls'
     found = memo.get("TOOL_CALLS_OPEN_RE")
     if found is None or (found and found[0] < pos):
-        found = scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, True)
+        # No match of what follows its run can start before the first of its start characters.
+        at = first_start(buf, pos, "<", None, None)
+        found = None if at < 0 else scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, True, at)
         found = memo["TOOL_CALLS_OPEN_RE"] = found or ()
     if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
         best = (found[0], found[1], True, "tool_calls", found[3])
@@ -214,7 +226,7 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     if found is None or (found and found[0] < pos):
         # No match can start before the first CONTENT_CLOSE_PREFIX.
         at = buf.find(CONTENT_CLOSE_PREFIX, pos)
-        found = None if at < 0 else scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, True, at)
+        found = None if at < 0 else alternatives_match(buf, pos, at, CONTENT_CLOSE_STRINGS, RUN_WHITESPACE)
         found = memo["CONTENT_CLOSE_RE"] = found or ()
     if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
         best = (found[0], found[1], False, "content", found[3])
@@ -257,7 +269,9 @@ def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     # open of 'tool_calls'
     found = memo.get("TOOL_CALLS_OPEN_RE")
     if found is None or (found and found[0] < pos):
-        found = scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, True)
+        # No match of what follows its run can start before the first of its start characters.
+        at = first_start(buf, pos, "<", None, None)
+        found = None if at < 0 else scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, True, at)
         found = memo["TOOL_CALLS_OPEN_RE"] = found or ()
     if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
         best = (found[0], found[1], True, "tool_calls", found[3])
@@ -271,7 +285,7 @@ def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
             at = buf.find(CONTENT_CLOSE_RARE, pos + CONTENT_CLOSE_FAR)
             if at >= 0:
                 at = buf.find(CONTENT_CLOSE_PREFIX, at - CONTENT_CLOSE_RARE_AT)
-        found = None if at < 0 else scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, True, at)
+        found = None if at < 0 else alternatives_match(buf, pos, at, CONTENT_CLOSE_STRINGS, RUN_WHITESPACE)
         found = memo["CONTENT_CLOSE_RE"] = found or ()
     if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
         best = (found[0], found[1], False, "content", found[3])

@@ -16,7 +16,14 @@ import re
 from respc.runtime.content import content_parser
 from respc.runtime.contract import Field, State
 from respc.runtime.parser import CompiledParser
-from respc.runtime.scan import RUN_WHITESPACE, LazyRegex, lead_reaches, scan_lead, scan_literal
+from respc.runtime.scan import (
+    RUN_WHITESPACE,
+    LazyRegex,
+    alternatives_match,
+    lead_reaches,
+    scan_lead,
+    scan_literal,
+)
 from respc.runtime.targets import get_target
 from respc.runtime.transform import each_scope, resolve_in
 
@@ -51,6 +58,8 @@ REASONING_CONTENT_CLOSE = "</think>"
 REASONING_CONTENT_CLOSE_LENGTH = len(REASONING_CONTENT_CLOSE)
 TOOL_CALLS_OPEN_PREFIX = "<"  # every match of the rest starts with this
 TOOL_CALLS_OPEN_PREFIX_LENGTH = len(TOOL_CALLS_OPEN_PREFIX)
+# What TOOL_CALLS_OPEN_RE matches after its lead run, in the order a match at one position tries them.
+TOOL_CALLS_OPEN_STRINGS = ("<|tool_call|>", "<tool_call>")
 # /\s*(?:<\|tool_call\|>|<tool_call>)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 TOOL_CALLS_OPEN_RE = LazyRegex(r"(?:<\|tool_call\|>|<tool_call>)")
@@ -68,6 +77,8 @@ TOOL_CALLS_CLOSE = "<|end_of_text|>"
 TOOL_CALLS_CLOSE_LENGTH = len(TOOL_CALLS_CLOSE)
 CONTENT_CLOSE_PREFIX = "<"  # every match of the rest starts with this
 CONTENT_CLOSE_PREFIX_LENGTH = len(CONTENT_CLOSE_PREFIX)
+# What CONTENT_CLOSE_RE matches after its lead run, in the order a match at one position tries them.
+CONTENT_CLOSE_STRINGS = ("<response>", "</response>", "<|end_of_text|>")
 # /\s*(?:<response>|</response>|<\|end_of_text\|>)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"(?:<response>|</response>|<\|end_of_text\|>)")
@@ -222,7 +233,7 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     if found is None or (found and found[0] < pos):
         # No match can start before the first TOOL_CALLS_OPEN_PREFIX.
         at = buf.find(TOOL_CALLS_OPEN_PREFIX, pos)
-        found = None if at < 0 else scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, True, at)
+        found = None if at < 0 else alternatives_match(buf, pos, at, TOOL_CALLS_OPEN_STRINGS, RUN_WHITESPACE)
         found = memo["TOOL_CALLS_OPEN_RE"] = found or ()
     if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
         best = (found[0], found[1], True, "tool_calls", found[3])
@@ -231,7 +242,7 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     if found is None or (found and found[0] < pos):
         # No match can start before the first CONTENT_CLOSE_PREFIX.
         at = buf.find(CONTENT_CLOSE_PREFIX, pos)
-        found = None if at < 0 else scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, True, at)
+        found = None if at < 0 else alternatives_match(buf, pos, at, CONTENT_CLOSE_STRINGS, RUN_WHITESPACE)
         found = memo["CONTENT_CLOSE_RE"] = found or ()
     if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
         best = (found[0], found[1], False, "content", found[3])

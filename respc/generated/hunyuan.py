@@ -16,7 +16,15 @@ import re
 from respc.runtime.content import content_parser
 from respc.runtime.contract import Field, State
 from respc.runtime.parser import CompiledParser
-from respc.runtime.scan import RUN_WHITESPACE, LazyRegex, lead_reaches, literal_match, scan_lead, scan_literal
+from respc.runtime.scan import (
+    RUN_WHITESPACE,
+    LazyRegex,
+    alternatives_match,
+    lead_reaches,
+    literal_match,
+    scan_lead,
+    scan_literal,
+)
 from respc.runtime.targets import get_target
 from respc.runtime.transform import each_scope, resolve_in
 
@@ -59,6 +67,8 @@ TOOL_CALLS_OPEN_RE = LazyRegex(r"<tool_calls>")
 TOOL_CALLS_OPEN_WHOLE = LazyRegex(r"\s*<tool_calls>", stems=(TOOL_CALLS_OPEN_PREFIX,), lead=RUN_WHITESPACE)
 TOOL_CALLS_CLOSE = "</tool_calls>"
 TOOL_CALLS_CLOSE_LENGTH = len(TOOL_CALLS_CLOSE)
+# What CONTENT_CLOSE_RE matches after its lead run, in the order a match at one position tries them.
+CONTENT_CLOSE_STRINGS = ("<answer>", "</answer>", "<|eos|>", "助手：")
 # /\s*(?:<answer>|</answer>|<\|eos\|>|助手：)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"(?:<answer>|</answer>|<\|eos\|>|助手：)")
@@ -214,7 +224,7 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     # close of 'content'
     found = memo.get("CONTENT_CLOSE_RE")
     if found is None or (found and found[0] < pos):
-        found = scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, True)
+        found = alternatives_match(buf, pos, pos, CONTENT_CLOSE_STRINGS, RUN_WHITESPACE)
         found = memo["CONTENT_CLOSE_RE"] = found or ()
     if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
         best = (found[0], found[1], False, "content", found[3])
@@ -275,7 +285,7 @@ def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     # close of 'content'
     found = memo.get("CONTENT_CLOSE_RE")
     if found is None or (found and found[0] < pos):
-        found = scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, True)
+        found = alternatives_match(buf, pos, pos, CONTENT_CLOSE_STRINGS, RUN_WHITESPACE)
         found = memo["CONTENT_CLOSE_RE"] = found or ()
     if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
         best = (found[0], found[1], False, "content", found[3])

@@ -16,7 +16,15 @@ import re
 from respc.runtime.content import content_parser
 from respc.runtime.contract import Field, State
 from respc.runtime.parser import CompiledParser
-from respc.runtime.scan import RUN_WHITESPACE, LazyRegex, scan_first, scan_lead, scan_literal, scan_pattern
+from respc.runtime.scan import (
+    RUN_WHITESPACE,
+    LazyRegex,
+    alternatives_match,
+    scan_first,
+    scan_lead,
+    scan_literal,
+    scan_pattern,
+)
 from respc.runtime.targets import get_target
 from respc.runtime.transform import resolve_placeholder
 
@@ -53,6 +61,8 @@ REASONING_CONTENT_CLOSE_LENGTH = len(REASONING_CONTENT_CLOSE)
 TOOL_CALLS_OPEN_RE = LazyRegex(r'(?:\s*<minimax:tool_call>|(?<=</invoke>))\s*<invoke name="(?P<name>[^"]+)">')
 TOOL_CALLS_CLOSE = "</invoke>"
 TOOL_CALLS_CLOSE_LENGTH = len(TOOL_CALLS_CLOSE)
+# What CONTENT_CLOSE_RE matches after its lead run, in the order a match at one position tries them.
+CONTENT_CLOSE_STRINGS = ("</minimax:tool_call>", "[e~[")
 # /\s*(?:</minimax:tool_call>|\[e~\[)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"(?:</minimax:tool_call>|\[e~\[)")
@@ -173,7 +183,7 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     # close of 'content'
     found = memo.get("CONTENT_CLOSE_RE")
     if found is None or (found and found[0] < pos):
-        found = scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, True)
+        found = alternatives_match(buf, pos, pos, CONTENT_CLOSE_STRINGS, RUN_WHITESPACE)
         found = memo["CONTENT_CLOSE_RE"] = found or ()
     if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
         best = (found[0], found[1], False, "content", found[3])

@@ -16,7 +16,15 @@ import re
 from respc.runtime.content import content_parser
 from respc.runtime.contract import Field, State
 from respc.runtime.parser import CompiledParser
-from respc.runtime.scan import RUN_WHITESPACE, LazyRegex, lead_reaches, scan_lead, scan_literal, scan_pattern
+from respc.runtime.scan import (
+    RUN_WHITESPACE,
+    LazyRegex,
+    alternatives_match,
+    lead_reaches,
+    scan_lead,
+    scan_literal,
+    scan_pattern,
+)
 from respc.runtime.targets import get_target
 from respc.runtime.transform import resolve_placeholder
 
@@ -69,6 +77,8 @@ TOOL_CALLS_CLOSE_PREFIX = "</function>"  # every match starts with this
 TOOL_CALLS_CLOSE_RE = LazyRegex(r"</function>\s*</tool_call>", stems=(TOOL_CALLS_CLOSE_PREFIX,))
 CONTENT_CLOSE_PREFIX = "<|"  # every match of the rest starts with this
 CONTENT_CLOSE_PREFIX_LENGTH = len(CONTENT_CLOSE_PREFIX)
+# What CONTENT_CLOSE_RE matches after its lead run, in the order a match at one position tries them.
+CONTENT_CLOSE_STRINGS = ("<|im_end|>", "<|endoftext|>")
 # /\s*(?:<\|im_end\|>|<\|endoftext\|>)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 CONTENT_CLOSE_RE = LazyRegex(r"(?:<\|im_end\|>|<\|endoftext\|>)")
@@ -235,7 +245,7 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     if found is None or (found and found[0] < pos):
         # No match can start before the first CONTENT_CLOSE_PREFIX.
         at = buf.find(CONTENT_CLOSE_PREFIX, pos)
-        found = None if at < 0 else scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, True, at)
+        found = None if at < 0 else alternatives_match(buf, pos, at, CONTENT_CLOSE_STRINGS, RUN_WHITESPACE)
         found = memo["CONTENT_CLOSE_RE"] = found or ()
     if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
         best = (found[0], found[1], False, "content", found[3])
@@ -306,7 +316,7 @@ def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
             at = buf.find(CONTENT_CLOSE_RARE, pos + CONTENT_CLOSE_FAR)
             if at >= 0:
                 at = buf.find(CONTENT_CLOSE_PREFIX, at - CONTENT_CLOSE_RARE_AT)
-        found = None if at < 0 else scan_lead(buf, pos, CONTENT_CLOSE_RE, RUN_WHITESPACE, True, at)
+        found = None if at < 0 else alternatives_match(buf, pos, at, CONTENT_CLOSE_STRINGS, RUN_WHITESPACE)
         found = memo["CONTENT_CLOSE_RE"] = found or ()
     if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
         best = (found[0], found[1], False, "content", found[3])

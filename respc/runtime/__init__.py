@@ -22,6 +22,7 @@ ABI = {
         "RUN_SPACE_TAB",
         "RUN_WHITESPACE",
         "LazyRegex",
+        "alternatives_match",
         "first_start",
         "lead_reaches",
         "literal_match",

@@ -25,6 +25,7 @@ __all__ = [
     "AfterHead",
     "LazyRegex",
     "SearchTimeout",
+    "alternatives_match",
     "first_start",
     "held_pattern",
     "lead_holds",
@@ -507,6 +508,28 @@ def literal_match(
         size = len(buf)
         while end < size and buf[end] in trail:
             end += 1
+    return start, end, True, None
+
+
+def alternatives_match(
+    buf: str, pos: int, at: int, strings: tuple[str, ...], lead: frozenset[str] | None
+) -> Found | None:
+    """The end-of-stream match of a regex `R*(?:A|B|...)` (literals only, no groups; perhaps after a lead
+    run `R*`) whose literal prefix first occurs at `at`, as a `regex` search from `pos` finds it: the
+    earliest occurrence of any literal, the first in `strings` (the order a match at one position tries
+    them) on a tie, from the start of the run before it (not before `pos`; no literal starts with a run
+    character); None when none occurs. No match object: the pattern has no groups."""
+    start = end = -1
+    for string in strings:
+        # Once one is found, the others only matter if they start no later.
+        found = buf.find(string, at) if start < 0 else buf.find(string, at, start + len(string))
+        if found >= 0 and (start < 0 or found < start):
+            start, end = found, found + len(string)
+    if start < 0:
+        return None
+    if lead is not None:
+        while start > pos and buf[start - 1] in lead:
+            start -= 1
     return start, end, True, None
 
 

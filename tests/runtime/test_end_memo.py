@@ -91,20 +91,24 @@ def test_each_delimiter_is_searched_once_per_region_it_ends() -> None:
     call = "<tool_call>\n<function=f>\n<parameter=x>\n1\n</parameter>\n</function>\n</tool_call>"
     text = "<think>r</think>text" + ("\nmore" + call) * 200 + "<|im_end|>"
     searched: list[str] = []
-    original = module.scan_lead
+    original, matched = module.scan_lead, module.alternatives_match
 
     def counting(buf: str, pos: int, rest: object, *args: object) -> object:
         searched.append(rest.pattern)
         return original(buf, pos, rest, *args)
 
-    module.scan_lead = counting
+    def counting_literals(buf: str, pos: int, at: int, strings: tuple, *args: object) -> object:
+        searched.append(strings)  # (the im_end close is an alternation of literals: no regex search)
+        return matched(buf, pos, at, strings, *args)
+
+    module.scan_lead, module.alternatives_match = counting, counting_literals
     try:
         message = module.parse_response(text, prefix="")
     finally:
-        module.scan_lead = original
+        module.scan_lead, module.alternatives_match = original, matched
     assert len(message["tool_calls"]) == 200
     assert message == oracle_parse(text, module.TEMPLATE, prefix="")
-    assert searched.count(module.CONTENT_CLOSE_RE.pattern) == 1
+    assert searched.count(module.CONTENT_CLOSE_STRINGS) == 1
     assert searched.count(module.TOOL_CALLS_OPEN_RE.pattern) == 200  # each call once (then no prefix is left)
 
 

@@ -11,6 +11,8 @@ search from there with the search from every position.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import regex
 from hypothesis import HealthCheck, assume, example, given, settings
@@ -20,7 +22,7 @@ from support.compare import SUPPORTED_TARGETS, assert_same, oracle_parse, respc_
 import respc
 from respc.compiler.plan import plan_parser
 from respc.runtime import scan
-from respc.runtime.scan import first_start, scan_first, scan_tail
+from respc.runtime.scan import RUN_CLASSES, alternatives_match, first_start, scan_first, scan_lead, scan_tail
 from respc.spec import load_template
 
 _GUARDS = ["", "", "^", r"(?<=;)", r"(?<=</i>)", r"(?<=[;,])"]
@@ -255,3 +257,97 @@ def test_long_whole_messages_agree_with_transformers(
     template, text = _WHOLE_TEMPLATES[index], "".join(pieces)
     ours = respc_parse(template, text, prefix, target=target)
     assert_same(ours, oracle_parse(template, text, prefix, target=target), template, repr(text), target)
+
+
+_ALTERNATIVES = ["<a>", "<ab>", "<a", "<b>", "<|e|>", "<|eo|>", "[e~[", "ab"]
+
+
+def _delimiter_of(pattern: str) -> Any:
+    field = {"open": "<x>", "close_pattern": pattern, "transform": {"c": "{content}"}}
+    plan = plan_parser(load_template({"start_anchor": "S", "fields": {"x": field}}, "5.24"), "drawn")
+    (d,) = [d for d in plan.delimiters if d.anchor.pattern == pattern]
+    return d
+
+
+@example(lead="", literals=["<a", "<ab>"], text="<ab>")  # the first that matches at a position wins
+@example(lead=r"\s*", literals=["<b>", "<a>"], text=" <a> <b>")  # the earliest, after its run
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    lead=st.sampled_from(["", r"\s*", r"\n*"]),
+    literals=st.lists(
+        st.sampled_from(_ALTERNATIVES), min_size=2, max_size=3, unique=True
+    ),  # (some share no prefix)
+    text=st.lists(st.sampled_from([*_ALTERNATIVES, " ", "\n", "<", "a", "b>", "|"]), max_size=8).map("".join),
+)
+def test_an_alternation_of_literals_is_matched_without_a_search(
+    lead: str, literals: list[str], text: str
+) -> None:
+    """Qwen's `\\s*(?:<\\|im_end\\|>|<\\|endoftext\\|>)`: `alternatives_match` from the prefix's first
+    occurrence, as the end-of-stream scans call it, against the regex search."""
+    pattern = lead + "(?:" + "|".join(regex.escape(literal) for literal in literals) + ")"
+    d = _delimiter_of(pattern)
+    assume(d.alternatives is not None)
+    compiled = regex.compile(pattern, regex.DOTALL)
+    run = RUN_CLASSES[d.lead][1] if d.lead else None
+    for pos in range(len(text) + 1):
+        expected = compiled.search(text, pos)
+        at = text.find(d.prefix, pos) if d.prefix else pos  # (a prefix found first, as the scans do)
+        found = None if at < 0 else alternatives_match(text, pos, at, d.alternatives, run)
+        if expected is None:
+            assert found is None, (pattern, text, pos)
+        else:
+            assert found == (*expected.span(), True, None), (pattern, text, pos, found)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "alternatives"),
+    [
+        (r"\s*(?:<\|im_end\|>|<\|endoftext\|>)", ("<|im_end|>", "<|endoftext|>")),
+        (r"</minimax:tool_call>|\[e~\[", ("</minimax:tool_call>", "[e~[")),
+        (r"(?:<a|<ab>)", ("<a", "<ab>")),  # (the order they are tried in, not longest first)
+        (r"(?P<end><a>|<b>)", None),  # a group: its match is read
+        (r"(?i:<a>|<b>)", None),
+        (r"<a>", None),  # one literal (`literal_run`'s)
+        (r"<a>|<b>(?=c)", None),
+    ],
+)
+def test_what_the_compiler_reads_as_alternatives(pattern: str, alternatives: tuple | None) -> None:
+    assert _delimiter_of(pattern).alternatives == alternatives
+
+
+_LEAD_BODIES = [
+    r"(?:<a>\s*)?<b>",
+    r"(?:<a>|\[b\])x",
+    r"<(?:a|b)>(?=c)",
+    r"(?:<a>)?(?P<n>\[b\])",
+    r"(?:;|<e>)",
+]
+
+
+@example(lead=r"\s*", body=r"(?:<a>\s*)?<b>", text="x <a> <b>")
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    lead=st.sampled_from([r"\s*", r"\n*", r"[ \t]*"]),
+    body=st.sampled_from(_LEAD_BODIES),
+    text=st.lists(
+        st.sampled_from(["<a>", "<b>", "[b]", " ", "\n", "\t", "x", "c", "<", ";", "<e>"]), max_size=8
+    ).map("".join),
+)
+def test_a_lead_run_search_starts_at_the_first_start_character(lead: str, body: str, text: str) -> None:
+    """step3's `\\s*(?:<｜tool_calls_begin｜>\\s*)?...`: what follows the run, searched from the first of
+    its start characters (`lead_skip`), walked back over the run, against the whole pattern's search."""
+    pattern = lead + body
+    d = _delimiter_of(pattern)
+    assume(d.method == "lead" and d.lead_skip is not None)
+    needles = eval(d.lead_skip)  # (the compiler writes it as code)
+    rest = regex.compile(d.rest, regex.DOTALL)
+    whole = regex.compile(pattern, regex.DOTALL)
+    for pos in range(len(text) + 1):
+        expected = whole.search(text, pos)
+        at = first_start(text, pos, needles, None, None)
+        found = None if at < 0 else scan_lead(text, pos, rest, RUN_CLASSES[d.lead][1], True, at)
+        if expected is None or expected.start() == len(text):
+            assert found is None or found[0] == len(text), (pattern, text, pos, found)
+        else:
+            assert found is not None and found[:2] == expected.span(), (pattern, text, pos, found)
+            assert found[3].groupdict() == expected.groupdict()

@@ -28,6 +28,7 @@ from respc.compiler.analysis.stable import stable_end
 from respc.compiler.analysis.starts import (
     first_chars,
     lazy_tail,
+    literal_alternatives,
     literal_prefix,
     literal_strings,
     match_first_chars,
@@ -44,6 +45,7 @@ __all__ = [
     "guarded",
     "is_plain",
     "lazy_tail",
+    "literal_alternatives",
     "literal_prefix",
     "literal_run",
     "literal_strings",

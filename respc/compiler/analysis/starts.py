@@ -21,6 +21,7 @@ __all__ = [
     "first_chars_of",
     "item_kind",
     "lazy_tail",
+    "literal_alternatives",
     "literal_prefix",
     "literal_strings",
     "match_first_chars",
@@ -185,6 +186,21 @@ def literal_strings(pattern: str, limit: int = 16) -> tuple[str, ...] | None:
 
     found = expand(items)
     return None if found is None else tuple(dict.fromkeys(found))
+
+
+def literal_alternatives(pattern: str) -> tuple[str, ...] | None:
+    r"""The strings of a pattern that is an alternation of literals and nothing else (Qwen's
+    `(?:<\|im_end\|>|<\|endoftext\|>)`: no groups, no flags), in the order a match at one position
+    tries them (`literal_strings` expands in that order), when there are two or more; None otherwise.
+    Its leftmost match is then the earliest occurrence of any of them, the first in that order on a tie,
+    which `str.find` tells without a regex search."""
+    items = plain_items(pattern)
+    if items is None or items.state.groups != 1 or items.state.flags & ~(re.DOTALL | re.UNICODE):
+        return None
+    strings = literal_strings(pattern)
+    if strings is None or len(strings) < 2 or not all(strings):
+        return None
+    return strings
 
 
 _LOOKING = {"AT", "ASSERT", "ASSERT_NOT", "GROUPREF", "GROUPREF_EXISTS"}

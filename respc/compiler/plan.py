@@ -23,6 +23,7 @@ from respc.compiler.analysis import (
     empty_together,
     guarded,
     is_plain,
+    leading_literals,
     literal_alternatives,
     literal_prefix,
     literal_run,
@@ -228,10 +229,7 @@ class Delimiter:
             if fast.lead is not None:
                 run = fast.run_const
                 assert not set(chars) & RUN_CLASSES[fast.lead][1], self.anchor  # (`branch_lead` refuses them)
-            # Texts one of which every match starts with, when known, are rarer than their first characters.
-            starters = fast.starters
-            usable = starters and len(starters) <= _MOST_SKIP_CHARS and all(starters)
-            needles = tuple(starters) if usable else chars
+            needles = _needles(fast, fast.rest or fast.anchor.pattern, chars)
         elif self.guard is None:
             return None
         return f"{needles!r}, {run}, {self.guard!r}"
@@ -247,9 +245,7 @@ class Delimiter:
         chars = _literal_chars(match_first_chars(self.rest))
         if not chars or len(chars) > _MOST_SKIP_CHARS:
             return None
-        starters = self.starters
-        usable = starters and len(starters) <= _MOST_SKIP_CHARS and all(starters)
-        return repr(tuple(starters) if usable else chars)
+        return repr(_needles(self, self.rest, chars))
 
     @property
     def tail_skip(self) -> str | None:
@@ -883,6 +879,17 @@ def _starts(watches: tuple[Delimiter, ...]) -> str | None:
                 return None
             items |= first
     return "[" + "".join(sorted(items)) + "]"
+
+
+def _needles(d: Delimiter, pattern: str, chars: str) -> str | tuple[str, ...]:
+    """What `first_start` looks for ahead of a match of `pattern` (a delimiter, or what follows its lead
+    run), whose matches start with one of `chars`: texts one of which every match starts with, when known
+    (its `starters`, or the literals it opens with, `leading_literals`), which are rarer than their first
+    characters; else the characters."""
+    for texts in (d.starters, leading_literals(pattern, _MOST_SKIP_CHARS)):
+        if texts and len(texts) <= _MOST_SKIP_CHARS and all(texts):
+            return tuple(texts)
+    return chars
 
 
 def _literal_chars(items: set[str] | None) -> str | None:

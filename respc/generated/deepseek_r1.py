@@ -221,7 +221,9 @@ def _end_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     found = memo.get("TOOL_CALLS_OPEN_RE")
     if found is None or (found and found[0] < pos):
         # No match of what follows its run can start before the first of its start characters.
-        at = first_start(buf, pos, "<", None, None)
+        at = first_start(
+            buf, pos, ("<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>function<｜tool▁sep｜>"), None, None
+        )
         found = None if at < 0 else scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, True, at)
         found = memo["TOOL_CALLS_OPEN_RE"] = found or ()
     if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):
@@ -275,7 +277,9 @@ def _far_outside(buf: str, pos: int, memo: dict) -> tuple | None:
     found = memo.get("TOOL_CALLS_OPEN_RE")
     if found is None or (found and found[0] < pos):
         # No match of what follows its run can start before the first of its start characters.
-        at = first_start(buf, pos, "<", None, None)
+        at = first_start(
+            buf, pos, ("<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>function<｜tool▁sep｜>"), None, None
+        )
         found = None if at < 0 else scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, True, at)
         found = memo["TOOL_CALLS_OPEN_RE"] = found or ()
     if found and (best is None or found[0] < best[0] or (found[0] == best[0] and found[1] > best[1])):

@@ -214,7 +214,7 @@ def _end_content(buf: str, pos: int, memo: dict) -> tuple | None:
     best = None
     # close of 'content'
     # Searched from where a match can first start: its start characters (after its lead run), a guard's.
-    found = scan_first(buf, pos, CONTENT_CLOSE_RE, "\n<", None, None)
+    found = scan_first(buf, pos, CONTENT_CLOSE_RE, ("\n", "</response>"), None, None)
     if found:
         best = (found[0], found[1], False, "content", found[3])
     # A zero-width match at the very end commits nothing, as in the streaming scan.

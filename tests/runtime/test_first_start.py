@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from support.compare import SUPPORTED_TARGETS, assert_same, oracle_parse, respc_parse
 
 import respc
+from respc.compiler.analysis import leading_literals
 from respc.compiler.plan import plan_parser
 from respc.runtime import scan
 from respc.runtime.scan import RUN_CLASSES, alternatives_match, first_start, scan_first, scan_lead, scan_tail
@@ -351,3 +352,45 @@ def test_a_lead_run_search_starts_at_the_first_start_character(lead: str, body: 
         else:
             assert found is not None and found[:2] == expected.span(), (pattern, text, pos, found)
             assert found[3].groupdict() == expected.groupdict()
+
+
+_OPTIONALS = [r"(?:<a>\s*)?", r"(?:;)??", r"(?P<g><b>)?", r"(?:<a>|<b>)?", r"(?:\s*<a>)?", r"(?:x[ab]*)?"]
+_FIRSTS = ["<c>", "<a>", ";", "[ab]", "(?=<c>)", "<c>(?P<n>x*)"]
+
+
+@example(optionals=[r"(?:<a>\s*)?"], first="<c>", text="<a> <c>")
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    optionals=st.lists(st.sampled_from(_OPTIONALS), max_size=3),
+    first=st.sampled_from(_FIRSTS),
+    text=st.lists(
+        st.sampled_from(["<a>", "<b>", "<c>", " ", ";", "x", "a", "<", "<a><c>", "x;<c>"]), max_size=8
+    ).map("".join),
+)
+def test_every_match_starts_with_a_leading_literal(optionals: list[str], first: str, text: str) -> None:
+    """`leading_literals`, which the searches above look for: every match starts with one of them."""
+    pattern = "".join(optionals) + first
+    texts = leading_literals(pattern)
+    compiled = regex.compile(pattern, regex.DOTALL)
+    if texts is None:
+        return
+    assert all(texts)
+    for pos in range(len(text) + 1):
+        match = compiled.search(text, pos)
+        if match is not None:
+            assert any(text.startswith(t, match.start()) for t in texts), (pattern, text, pos, texts)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "texts"),
+    [
+        (r"(?:<a>\s*)?(?:<b>\s*)?<c>x", ("<a>", "<b>", "<c>x")),
+        (r"(?P<g><a>)?<c>", ("<a>", "<c>")),
+        (r"(?:<a>|<b>)?<c>", ("<", "<c>")),  # (the alternatives share a prefix, which is read)
+        (r"(?:<a>)?[bc]", None),
+        (r"(?:<a>)?", None),  # may match empty anywhere
+        (r"(?i:<a>)?<c>", None),
+    ],
+)
+def test_what_leading_literals_reads(pattern: str, texts: tuple | None) -> None:
+    assert leading_literals(pattern) == texts

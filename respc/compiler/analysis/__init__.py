@@ -28,6 +28,7 @@ from respc.compiler.analysis.stable import stable_end
 from respc.compiler.analysis.starts import (
     first_chars,
     lazy_tail,
+    leading_literals,
     literal_alternatives,
     literal_prefix,
     literal_strings,
@@ -45,6 +46,7 @@ __all__ = [
     "guarded",
     "is_plain",
     "lazy_tail",
+    "leading_literals",
     "literal_alternatives",
     "literal_prefix",
     "literal_run",

@@ -21,6 +21,7 @@ __all__ = [
     "first_chars_of",
     "item_kind",
     "lazy_tail",
+    "leading_literals",
     "literal_alternatives",
     "literal_prefix",
     "literal_strings",
@@ -186,6 +187,43 @@ def literal_strings(pattern: str, limit: int = 16) -> tuple[str, ...] | None:
 
     found = expand(items)
     return None if found is None else tuple(dict.fromkeys(found))
+
+
+def leading_literals(pattern: str, limit: int = 4) -> tuple[str, ...] | None:
+    r"""Texts one of which every match of `pattern` starts with, read over the optional groups it opens with:
+    step3's `(?:<｜tool_calls_begin｜>\s*)?(?:<｜tool_sep｜>\s*)?<｜tool_call_begin｜>...` starts with one
+    of those three. A match either takes an optional group, whose body starts with a literal (so it is
+    not empty), or goes on to the next item; the first item that is not optional must be a literal.
+    At most `limit` of them; None otherwise (an alternation, a class, an anchor or a lookaround first)."""
+    items = plain_items(pattern)
+    if items is None or items.state.flags & ~(re.DOTALL | re.UNICODE):
+        return None
+    found: list[str] = []
+    for at, (op, av) in enumerate(items.data):
+        kind = str(op)
+        if kind == "LITERAL":
+            found.append(_leading_literal(items.data[at:]))
+            return tuple(dict.fromkeys(found)) if len(found) <= limit else None
+        if kind not in ("MAX_REPEAT", "MIN_REPEAT") or av[0] != 0 or av[1] != 1:
+            return None
+        body = list(av[2])
+        if len(body) == 1 and str(body[0][0]) == "SUBPATTERN" and not body[0][1][1] and not body[0][1][2]:
+            body = list(body[0][1][3])  # (a capturing group without inline flags)
+        literal = _leading_literal(body)
+        if not literal:
+            return None
+        found.append(literal)
+    return None  # every item optional: a match may start with anything that follows
+
+
+def _leading_literal(items: list) -> str:
+    """The text of the LITERAL items `items` starts with."""
+    text = []
+    for op, av in items:
+        if str(op) != "LITERAL":
+            break
+        text.append(chr(av))
+    return "".join(text)
 
 
 def literal_alternatives(pattern: str) -> tuple[str, ...] | None:

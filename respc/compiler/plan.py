@@ -226,10 +226,12 @@ class Delimiter:
             chars = _literal_chars(match_first_chars(fast.rest or fast.anchor.pattern))
             if not chars or len(chars) > _MOST_SKIP_CHARS:
                 return None
+            needles = _needles(fast, fast.rest or fast.anchor.pattern, chars)
             if fast.lead is not None:
                 run = fast.run_const
-                assert not set(chars) & RUN_CLASSES[fast.lead][1], self.anchor  # (`branch_lead` refuses them)
-            needles = _needles(fast, fast.rest or fast.anchor.pattern, chars)
+                # The walk back over the run from a needle is sound only if no needle starts with a run
+                # character (`branch_lead` and `split_lead` refuse them; the needles start with `chars`).
+                assert not {needle[0] for needle in needles} & RUN_CLASSES[fast.lead][1], self.anchor
         elif self.guard is None:
             return None
         return f"{needles!r}, {run}, {self.guard!r}"
@@ -245,7 +247,11 @@ class Delimiter:
         chars = _literal_chars(match_first_chars(self.rest))
         if not chars or len(chars) > _MOST_SKIP_CHARS:
             return None
-        return repr(_needles(self, self.rest, chars))
+        needles = _needles(self, self.rest, chars)
+        assert (
+            not {needle[0] for needle in needles} & RUN_CLASSES[self.lead][1]
+        ), self.anchor  # (as in `skip`)
+        return repr(needles)
 
     @property
     def tail_skip(self) -> str | None:
@@ -268,6 +274,8 @@ class Delimiter:
         alternatives_match`), without a regex search and without a match object (it has no groups)."""
         if self.anchor.literals is not None or self.literal_run is not None:
             return None
+        # (Guarded branches need no check here: `literal_alternatives` takes only literals, alternations
+        # and groups, never an anchor, a lookaround or a repeat.)
         return literal_alternatives(self.rest or self.anchor.pattern)
 
     @property
@@ -735,7 +743,7 @@ class ParserPlan:
                 continue
             if d.const not in self.prefixed and d.skip is not None:
                 scan.add("scan_first")
-                if "RUN_" in d.skip:
+                if d.fast is not None and d.fast.lead is not None:
                     scan.add(d.fast.run_const)
             elif d.const not in self.prefixed and d.tail_skip is not None:
                 scan.add("scan_tail")

@@ -367,7 +367,7 @@ def first_start(
     (`Delimiter.remembered`), and the text before it is never run through the regex engine (which tries
     a pattern such as `\\s*;(?=...)` at every character, ~45 ns each)."""
     if guard is not None and pos == 0:
-        return 0  # (a `^` branch)
+        return 0  # (a `^` branch; and the guard's search below looks from `pos - 1`, which must be >= 0)
     start = -1
     for needle in needles:
         at = buf.find(needle, pos)
@@ -425,9 +425,9 @@ def scan_tail(buf: str, pos: int, pattern: Any, literal: str, stops: str, width:
     Every match holds the literal, so there is none where it does not occur: the `regex` module would
     find that out by trying the head and the run at every position, each run to the next stop, which is
     quadratic in a text without stops. Where it occurs, and it starts with a stop, which no run takes,
-    no match starts before the last stop ahead of its first occurrence, less the widest the head can be
-    (`width`; None: unbounded): a match ending there runs from after that stop, and one ending at a later
-    occurrence runs from after the first one."""
+    no match starts before the position after the last stop ahead of its first occurrence, less the
+    widest the head can be (`width`; None: unbounded): the run of a match ending there starts after that
+    stop, and that of one ending at a later occurrence after the first one."""
     at = buf.find(literal, pos)
     if at < 0:
         return None

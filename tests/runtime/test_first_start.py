@@ -394,3 +394,11 @@ def test_every_match_starts_with_a_leading_literal(optionals: list[str], first: 
 )
 def test_what_leading_literals_reads(pattern: str, texts: tuple | None) -> None:
     assert leading_literals(pattern) == texts
+
+
+def test_a_literal_that_spells_a_run_constant_compiles() -> None:
+    """A review found the compiler told a lead run by the text `RUN_` in the arguments it writes, which a
+    delimiter's own literal can hold: `(?:<RUN_a>)?<b>` then failed to compile (KeyError)."""
+    template = {"start_anchor": "S", "fields": {"x": {"open_pattern": r"(?:<RUN_a>)?<b>", "close": "</x>"}}}
+    text = "a <RUN_a><b>c</x>d"
+    assert_same(respc_parse(template, text, ""), oracle_parse(template, text, ""), template, repr(text))

@@ -235,6 +235,13 @@ def set_search_timeout(seconds: float | None) -> None:
 # keyword arguments double the cost of a short search.
 
 
+def _timed_out(pattern: Any) -> SearchTimeout:
+    return SearchTimeout(
+        f"respc: searching for the delimiter /{pattern.pattern}/ took longer than the {_LIMIT[0]} s "
+        "limit set with respc.runtime.scan.set_search_timeout"
+    )
+
+
 def _search(pattern: Any, buf: str, pos: int, partial: bool) -> Any:
     limit = _LIMIT[0]
     if limit is None:
@@ -242,10 +249,18 @@ def _search(pattern: Any, buf: str, pos: int, partial: bool) -> Any:
     try:
         return pattern.search(buf, pos, None, None, partial, limit)
     except TimeoutError as error:
-        raise SearchTimeout(
-            f"respc: searching for the delimiter /{pattern.pattern}/ took longer than the {_LIMIT[0]} s "
-            "limit set with respc.runtime.scan.set_search_timeout"
-        ) from error
+        raise _timed_out(pattern) from error
+
+
+def _match(pattern: Any, buf: str, pos: int) -> Any:
+    """`pattern.match(buf, pos)` under the search limit, like `_search`."""
+    limit = _LIMIT[0]
+    if limit is None:
+        return pattern.match(buf, pos)
+    try:
+        return pattern.match(buf, pos, None, None, False, limit)
+    except TimeoutError as error:
+        raise _timed_out(pattern) from error
 
 
 def partial_at(pattern: Any, buf: str, pos: int) -> bool:
@@ -339,17 +354,7 @@ def survives_extension(pattern: Any, buf: str, start: int, end: int, match: Any)
     the same when the stream goes on: re-matched at `start` on the buffer extended by a character that is
     neither a newline nor the end of input, it must keep its span and the named groups of `match`
     (transformers 5.24; `$` before a trailing newline, or `\\Z` in a lookahead, fail this)."""
-    limit = _LIMIT[0]
-    try:
-        if limit is None:
-            extended = pattern.match(buf + "\x00", start)
-        else:
-            extended = pattern.match(buf + "\x00", start, None, None, False, limit)
-    except TimeoutError as error:
-        raise SearchTimeout(
-            f"respc: searching for the delimiter /{pattern.pattern}/ took longer than the {_LIMIT[0]} s "
-            "limit set with respc.runtime.scan.set_search_timeout"
-        ) from error
+    extended = _match(pattern, buf + "\x00", start)
     return (
         extended is not None and extended.span() == (start, end) and extended.groupdict() == match.groupdict()
     )
@@ -397,16 +402,7 @@ def scan_first(
     guarded `^` branch may match, the pattern is matched there first: the leftmost match is the one there
     if any, and a search would otherwise try every position after it."""
     if pos == 0 and guard is not None:
-        if _LIMIT[0] is None:
-            match = pattern.match(buf)
-        else:
-            try:
-                match = pattern.match(buf, 0, None, None, False, _LIMIT[0])
-            except TimeoutError as error:
-                raise SearchTimeout(
-                    f"respc: searching for the delimiter /{pattern.pattern}/ took longer than the "
-                    f"{_LIMIT[0]} s limit set with respc.runtime.scan.set_search_timeout"
-                ) from error
+        match = _match(pattern, buf, 0)
         if match is not None:
             return match.start(), match.end(), True, match
         at = first_start(buf, 1, needles, run, guard) if buf else -1

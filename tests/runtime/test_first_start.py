@@ -402,3 +402,19 @@ def test_a_literal_that_spells_a_run_constant_compiles() -> None:
     template = {"start_anchor": "S", "fields": {"x": {"open_pattern": r"(?:<RUN_a>)?<b>", "close": "</x>"}}}
     text = "a <RUN_a><b>c</x>d"
     assert_same(respc_parse(template, text, ""), oracle_parse(template, text, ""), template, repr(text))
+
+
+def test_the_search_limit_covers_the_match_at_the_start_and_the_extension_check() -> None:
+    # `scan_first` matches a guarded pattern at position 0 before it searches, and `survives_extension`
+    # re-matches on the extended buffer: both go through the limit set with `set_search_timeout`.
+    runaway = regex.compile(r"^(?:a|aa)+$|<e>", regex.DOTALL)
+    text = "a" * 40 + "!"
+    scan.set_search_timeout(0.05)
+    try:
+        with pytest.raises(scan.SearchTimeout, match=r"took longer than the 0.05 s limit"):
+            scan_first(text, 0, runaway, "<", None, "")
+        with pytest.raises(scan.SearchTimeout, match=r"took longer than the 0.05 s limit"):
+            scan.survives_extension(regex.compile(r"(?:a|aa)+$"), text[:-1], 0, 40, None)
+    finally:
+        scan.set_search_timeout(None)
+    assert scan_first("<e>", 0, runaway, "<", None, "")[:3] == (0, 3, True)

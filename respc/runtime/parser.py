@@ -22,6 +22,7 @@ can without a pass, exactly as the pass would, and hands every other chunk to th
 | discard | the state's mode (outside every region of a template without implicit field); nothing held | holds no start character: dropped |
 | bare | the state's mode (the region watches no delimiter); the region is open | any text: routed |
 | held | the held text is a proper prefix of a stem, or a partial match of a known regex delimiter | keeps it one: the buffer grows |
+| pending | where a guarded branch may match, the partial search of a regex delimiter found a partial match at the scan position | keeps it one (that partial search again): the buffer grows |
 | general | otherwise (after construction, an error, `finalize`) | every chunk: a chunk that ends in a stem's proper prefix after text with no start character is held without a scan (`_hold_stem`); a chunk in which nothing can start is routed without a scan (`_skips_scan`); any other takes the oracle's pass (`_process`) |
 
 Within a pass, the state entered after a commit is not scanned when what is left starts nothing
@@ -70,6 +71,7 @@ _SIZED = (list, dict, str)  # values the oracle drops from the message when empt
 # one, since a caller may hold a bound `feed` across feeds (`f = parser.feed`, `map(parser.feed, chunks)`).
 # Compared with `==`, not `is`: an unpickled parser's `_mode` is an equal string, not the same object.
 _GENERAL, _PLAIN, _LEAD, _DISCARD, _BARE, _HELD = "general", "plain", "lead", "discard", "bare", "held"
+_PENDING = "pending"
 
 # The prefix passes remembered per parser class (`_remember`): remainders up to this long, this many.
 _SETTLED_LENGTH, _SETTLED_LIMIT = 256, 64
@@ -463,6 +465,8 @@ class CompiledParser:
             return self._feed_wide(text) if self._WIDE else self._feed_lead(text)
         if mode == _HELD:
             return self._feed_held(text)
+        if mode == _PENDING:
+            return self._feed_pending(text)
         if mode == _DISCARD:
             return self._feed_wide(text) if self._WIDE else self._feed_discard(text)
         if mode == _BARE:
@@ -678,15 +682,36 @@ class CompiledParser:
                     self._held = grown
                     if pattern.head is not None:
                         self._held_pattern = held_pattern(pattern, buf, self._pos)
+                    elif holds is not None:
+                        # An `AfterHead` that no longer holds the text, which is still a partial match: the
+                        # head, matched when the text was shorter, may match more of it now (an optional
+                        # head, `(?:<|message_model|>)?`, matches nothing until it is whole).
+                        self._held_pattern = held_pattern(pattern.whole, buf, self._pos)
                     return []
             for stem in self._stems:
                 if stem in grown:
                     return self._pass(text, False)  # a starter is there: `_skips_scan` would say no
         return self._pass(text) if self._mode == _HELD else self._installed(text)
 
+    def _feed_pending(self, text: str) -> list[dict]:
+        """Mode pending: where a guarded branch may match (`State.guard`), the held text is a partial match
+        of the regex delimiter `_held_pattern`, as its partial search found it (`_settle`). While the grown
+        text still is one, the oracle's pass commits nothing (no committable match starts at or after a
+        pending one) and routes nothing (it routes only up to the pending match), whatever the guards and
+        the other delimiters: only the buffer grows. Held text's shape (a stem's prefix) says nothing here,
+        so each chunk takes that one partial search instead of the pass's search of every delimiter."""
+        if self._mode == _PENDING and text:
+            buf = self._buf + text  # a non-str chunk raises TypeError here, as upstream's concatenation
+            if partial_at(self._held_pattern, buf, self._pos):
+                self._buf = buf
+                self._held += text
+                return []
+        return self._pass(text) if self._mode == _PENDING else self._installed(text)
+
     def _hold_stem(self, text: str) -> list[dict] | None:
-        """Nothing is held and the chunk ends with a proper prefix of a stem, after text that holds no start
-        character (the whole chunk, unless the plain or discard mode applies): the oracle's pass finds
+        """Nothing is held and the chunk ends with a proper prefix of a stem (in mode lead's states, perhaps
+        after a run of the lead class), after text that holds no start character (the whole chunk, unless
+        the state's mode is plain, lead or discard): the oracle's pass finds
         that partial match where the chunk's text stops routing, and no match can commit at or after it.
         So route what comes before it and hold the rest, without a scan (mode held). None when the chunk
         is not so. (After a feed that raised, the state entered and the buffer are still the oracle's, so
@@ -696,9 +721,15 @@ class CompiledParser:
         if state.guard is not None and not self._unguarded(self._buf, self._pos, text):
             return None
         mode = state.mode
-        plain = mode == "plain" and self._opened and not self._empty_open
+        plain = mode in ("plain", "lead") and self._opened and not self._empty_open
         first = state.start_char
         cut = _first_of(text, first) if plain or (mode == "discard" and not self._empty_open) else 0
+        if cut > 0 and mode == "lead":
+            # A lead-run delimiter's partial match starts where the run before its start character does
+            # (mode lead's states watch runs of one class: `State.mode`).
+            (run,) = state.runs
+            while cut and text[cut - 1] in run:
+                cut -= 1
         rest = text[cut:] if cut else text
         if rest in self._stem_prefixes:
             pattern = None  # (the held mode finds the pattern whose stem it is, if it needs it)
@@ -751,12 +782,24 @@ class CompiledParser:
         (the plan's choice, `State.mode`) while the region is open and nothing but a run (in mode lead) is
         held; mode held while a known partial match is; else the general mode. (None of them where a
         guarded branch may match: a complete match of one is committed even beside a partial match of the
-        delimiter's other branches, `^|<think>` at position 0, so held text says nothing there either.)"""
+        delimiter's other branches, `^|<think>` at position 0, so held text says nothing there either;
+        there, mode pending while a regex delimiter's own partial search finds a partial match at the scan
+        position.)"""
         buf, pos = self._buf, self._pos
         at_rest = pos == len(buf)
         state = self.STATES[self._current]
         guarded = state.guard is not None and not self._unguarded(buf, pos)
-        if not at_rest and (self._stems or self._patterns) and not guarded:
+        if not at_rest and guarded:
+            # (Not for templates whose opens' keys may not compare: the oracle's pass compares those of
+            # complete matches even beside a pending one, and may raise there, `_break_tie`.)
+            if self._patterns and not self.UNORDERED:
+                for pattern in self._patterns:
+                    if partial_at(pattern, buf, pos):
+                        self._held, self._held_pattern = buf[pos:], pattern
+                        self._mode = _PENDING
+                        self.feed = self._feed_pending
+                        return
+        elif not at_rest and (self._stems or self._patterns):
             rest = buf[pos:]
             if rest in self._stem_prefixes:
                 self._held = rest
@@ -804,8 +847,8 @@ class CompiledParser:
 
     @property
     def feed_mode(self) -> str:
-        """How the next `feed` is handled: "plain", "lead", "discard", "bare", "held" (the fast modes) or
-        "general" (a pass); see the module docstring. For tests and the curious."""
+        """How the next `feed` is handled: "plain", "lead", "discard", "bare", "held", "pending" (the fast
+        modes) or "general" (a pass); see the module docstring. For tests and the curious."""
         return self._mode
 
     def _lead_pattern(self, held: str) -> Any:

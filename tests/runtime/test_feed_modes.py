@@ -302,3 +302,41 @@ def test_feed_text_leaves_other_chunks_to_feed(chunk: Any) -> None:
     before = dict(vars(parser))
     assert parser.feed_text(chunk) is None
     assert vars(parser) == before
+
+
+def test_a_partial_match_where_a_guard_may_match_is_pending_not_a_pass_per_feed() -> None:
+    """Llama 3's call opens at the response's start (`^\\s*...(?=\\{...)`), where guarded branches keep
+    the fast modes out: the opening's partial match grows in mode pending (one partial search per feed,
+    not the pass's search of every delimiter) until the lookahead completes."""
+    module = respc.load_preset("llama3_json")
+    chunks = ['{"na', 'me":', ' "f"', ', "p', "aram", "eter", 's": ', '{"x"', ": 1}", "}<|e", "om_id|>"]
+    parser = module.ResponseParser("")
+    modes, passes = [], []
+    take_process = parser._process
+    parser._process = lambda *args: passes.append(len(modes)) or take_process(*args)  # type: ignore
+    for chunk in chunks:
+        modes.append(parser.feed_mode)
+        parser.feed(chunk)
+    assert modes[:7] == ["general"] + ["pending"] * 6
+    assert passes[:2] == [1, 7]  # the first feed's pass, then the one the completed lookahead takes
+    theirs = oracle_stream(module.TEMPLATE, "", chunks)
+    assert_same(respc_stream(module.TEMPLATE, "", chunks), theirs, module.TEMPLATE, repr(chunks))
+
+
+def test_a_chunk_ending_in_a_run_and_a_stem_prefix_is_held_in_mode_lead_without_a_pass() -> None:
+    """`is. <` in Qwen's content: the run and `<` may start `\\s*<tool_call>`, so `is.` is routed and
+    ` <` held, as the oracle's pass would, without one."""
+    template = TEMPLATES["serving_qwen3_5"]
+    parser = respc.compile_template(template).ResponseParser("")
+    parser.feed("Paris")
+    assert parser.feed_mode == "lead"
+    parser._pass = lambda *args: pytest.fail("a pass")  # type: ignore[method-assign]
+    assert parser.feed("is. <") == [
+        {"type": "region_chunk", "field": "content", "text": "is.", "dirty": False}
+    ]
+    assert parser.feed_mode == "held"
+    for chunks in (
+        ["Paris", "is. <", "tool_call>\n<function=f>\n</function>\n</tool_call>"],
+        ["a", "is. <", "b"],
+    ):
+        _same_as_oracle(template, chunks)

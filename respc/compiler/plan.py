@@ -31,6 +31,7 @@ from respc.compiler.analysis import (
     match_first_chars,
     may_match_empty,
     rare_char,
+    reads_before,
     run_tail,
     split_lead,
     stable_end,
@@ -157,6 +158,14 @@ class Delimiter:
         if strings and all(strings):
             return strings
         return (self.prefix,) if self.prefix else ()
+
+    @property
+    def memo(self) -> bool:
+        """Whether the parser may remember which held texts are (or are not) a partial match of the whole
+        pattern (`LazyRegex(memo=True)`, `respc.runtime.scan.partial_held`): only for a pattern whose
+        search from a position reads nothing before it (`reads_before`), so that the answer is a function
+        of the held text alone."""
+        return self.anchor.literals is None and not reads_before(self.anchor.pattern)
 
     @property
     def tail(self) -> tuple[str, str, str, int] | None:

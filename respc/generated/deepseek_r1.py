@@ -73,6 +73,7 @@ TOOL_CALLS_OPEN_WHOLE = LazyRegex(
         "\n",
         1,
     ),
+    memo=True,
 )
 TOOL_CALLS_CLOSE = "\n```<｜tool▁call▁end｜>"
 TOOL_CALLS_CLOSE_LENGTH = len(TOOL_CALLS_CLOSE)
@@ -92,6 +93,7 @@ CONTENT_CLOSE_WHOLE = LazyRegex(
         "<｜end▁of▁sentence｜>",
     ),
     lead=RUN_WHITESPACE,
+    memo=True,
 )
 START_ANCHOR_LITERALS = ("<｜tool▁outputs▁end｜>", "<｜Assistant｜>")
 START_ANCHOR_RE = re.compile("|".join(map(re.escape, START_ANCHOR_LITERALS)))

@@ -68,6 +68,7 @@ TOOL_CALLS_OPEN_RE = LazyRegex(
 TOOL_CALLS_OPEN_WHOLE = LazyRegex(
     r"\s*(?:<｜tool▁calls▁begin｜>\s*)?<｜tool▁call▁begin｜>(?P<name>[^<\n]+)<｜tool▁sep｜>",
     tail=("\\s*(?:<｜tool▁calls▁begin｜>\\s*)?<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "\n<", 1),
+    memo=True,
 )
 TOOL_CALLS_CLOSE = "<｜tool▁call▁end｜>"
 TOOL_CALLS_CLOSE_LENGTH = len(TOOL_CALLS_CLOSE)
@@ -87,6 +88,7 @@ CONTENT_CLOSE_WHOLE = LazyRegex(
         "<｜end▁of▁sentence｜>",
     ),
     lead=RUN_WHITESPACE,
+    memo=True,
 )
 START_ANCHOR_LITERALS = ("<｜Assistant｜></think>", "<｜tool▁output▁end｜>", "<｜Assistant｜>")
 START_ANCHOR_RE = re.compile("|".join(map(re.escape, START_ANCHOR_LITERALS)))

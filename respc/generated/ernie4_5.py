@@ -48,7 +48,7 @@ REASONING_CONTENT_CLOSE = "</think>"
 REASONING_CONTENT_CLOSE_LENGTH = len(REASONING_CONTENT_CLOSE)
 CONTENT_OPEN = "<response>\n"
 CONTENT_OPEN_LENGTH = len(CONTENT_OPEN)
-CONTENT_CLOSE_RE = LazyRegex(r"\n?</response>")
+CONTENT_CLOSE_RE = LazyRegex(r"\n?</response>", memo=True)
 TOOL_CALLS_OPEN = "<tool_call>"
 TOOL_CALLS_OPEN_LENGTH = len(TOOL_CALLS_OPEN)
 TOOL_CALLS_CLOSE = "</tool_call>"

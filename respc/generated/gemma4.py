@@ -52,7 +52,7 @@ REASONING_CONTENT_CLOSE = "<channel|>"
 REASONING_CONTENT_CLOSE_LENGTH = len(REASONING_CONTENT_CLOSE)
 TOOL_CALLS_OPEN_PREFIX = "<|tool_call>call:"  # every match starts with this
 TOOL_CALLS_OPEN_PREFIX_LENGTH = len(TOOL_CALLS_OPEN_PREFIX)
-TOOL_CALLS_OPEN_RE = LazyRegex(r"<\|tool_call>call:(?P<name>\w+)", stems=(TOOL_CALLS_OPEN_PREFIX,))
+TOOL_CALLS_OPEN_RE = LazyRegex(r"<\|tool_call>call:(?P<name>\w+)", stems=(TOOL_CALLS_OPEN_PREFIX,), memo=True)
 TOOL_CALLS_CLOSE = "<tool_call|>"
 TOOL_CALLS_CLOSE_LENGTH = len(TOOL_CALLS_CLOSE)
 CONTENT_CLOSE = ("<|tool_response>", "<turn|>", "<eos>")

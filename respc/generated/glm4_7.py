@@ -68,7 +68,7 @@ REASONING_CONTENT_OPEN_RE = LazyRegex(r"<think>")
 # The whole pattern: a held partial match grows with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
 REASONING_CONTENT_OPEN_WHOLE = LazyRegex(
-    r"\s*<think>", stems=(REASONING_CONTENT_OPEN_PREFIX,), lead=RUN_WHITESPACE
+    r"\s*<think>", stems=(REASONING_CONTENT_OPEN_PREFIX,), lead=RUN_WHITESPACE, memo=True
 )
 REASONING_CONTENT_CLOSE = "</think>"
 REASONING_CONTENT_CLOSE_LENGTH = len(REASONING_CONTENT_CLOSE)
@@ -81,7 +81,7 @@ TOOL_CALLS_OPEN_RE = LazyRegex(r"<tool_call>\s*(?P<name>[^\s<]+)")
 # rechecked with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
 TOOL_CALLS_OPEN_WHOLE = LazyRegex(
-    r"\s*<tool_call>\s*(?P<name>[^\s<]+)", stems=(TOOL_CALLS_OPEN_PREFIX,), lead=RUN_WHITESPACE
+    r"\s*<tool_call>\s*(?P<name>[^\s<]+)", stems=(TOOL_CALLS_OPEN_PREFIX,), lead=RUN_WHITESPACE, memo=True
 )
 TOOL_CALLS_CLOSE = "</tool_call>"
 TOOL_CALLS_CLOSE_LENGTH = len(TOOL_CALLS_CLOSE)
@@ -102,6 +102,7 @@ CONTENT_CLOSE_WHOLE = LazyRegex(
         "<|endoftext|>",
     ),
     lead=RUN_WHITESPACE,
+    memo=True,
 )
 START_ANCHOR_LITERALS = ("<|assistant|></think>", "<|assistant|>")
 START_ANCHOR_RE = re.compile("|".join(map(re.escape, START_ANCHOR_LITERALS)))

@@ -72,6 +72,7 @@ TOOL_CALLS_OPEN_WHOLE = LazyRegex(
         "<tool_call>",
     ),
     lead=RUN_WHITESPACE,
+    memo=True,
 )
 TOOL_CALLS_CLOSE = "<|end_of_text|>"
 TOOL_CALLS_CLOSE_LENGTH = len(TOOL_CALLS_CLOSE)
@@ -92,6 +93,7 @@ CONTENT_CLOSE_WHOLE = LazyRegex(
         "<|end_of_text|>",
     ),
     lead=RUN_WHITESPACE,
+    memo=True,
 )
 START_ANCHOR_LITERALS = ("<|start_of_role|>assistant<|end_of_role|>",)
 START_ANCHOR_RE = re.compile("|".join(map(re.escape, START_ANCHOR_LITERALS)))

@@ -64,7 +64,9 @@ TOOL_CALLS_OPEN_PREFIX_LENGTH = len(TOOL_CALLS_OPEN_PREFIX)
 TOOL_CALLS_OPEN_RE = LazyRegex(r"<tool_calls>")
 # The whole pattern: a held partial match grows with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
-TOOL_CALLS_OPEN_WHOLE = LazyRegex(r"\s*<tool_calls>", stems=(TOOL_CALLS_OPEN_PREFIX,), lead=RUN_WHITESPACE)
+TOOL_CALLS_OPEN_WHOLE = LazyRegex(
+    r"\s*<tool_calls>", stems=(TOOL_CALLS_OPEN_PREFIX,), lead=RUN_WHITESPACE, memo=True
+)
 TOOL_CALLS_CLOSE = "</tool_calls>"
 TOOL_CALLS_CLOSE_LENGTH = len(TOOL_CALLS_CLOSE)
 # What CONTENT_CLOSE_RE matches after its lead run, in the order a match at one position tries them.
@@ -83,6 +85,7 @@ CONTENT_CLOSE_WHOLE = LazyRegex(
         "助手：",
     ),
     lead=RUN_WHITESPACE,
+    memo=True,
 )
 START_ANCHOR_LITERALS = ("<|extra_0|>",)
 START_ANCHOR_RE = re.compile("|".join(map(re.escape, START_ANCHOR_LITERALS)))

@@ -63,18 +63,21 @@ TRANSFORMERS_TARGET = "5.24"
 REASONING_CONTENT_OPEN_RE = LazyRegex(
     r"(?:<\|message_model\|>)?[^<]*<\|content_thinking\|>",
     tail=("(?:<\\|message_model\\|>)?", "<|content_thinking|>", "<", 0),
+    memo=True,
 )
 REASONING_CONTENT_CLOSE = "<|end_message|>"
 REASONING_CONTENT_CLOSE_LENGTH = len(REASONING_CONTENT_CLOSE)
 CONTENT_OPEN_RE = LazyRegex(
     r"(?:<\|message_model\|>)?[^<]*<\|content_text\|>",
     tail=("(?:<\\|message_model\\|>)?", "<|content_text|>", "<", 0),
+    memo=True,
 )
 CONTENT_CLOSE = "<|end_message|>"
 CONTENT_CLOSE_LENGTH = len(CONTENT_CLOSE)
 TOOL_CALLS_OPEN_RE = LazyRegex(
     r"(?:<\|message_model\|>)?[^<]*<\|content_invoke_tool_json\|>",
     tail=("(?:<\\|message_model\\|>)?", "<|content_invoke_tool_json|>", "<", 0),
+    memo=True,
 )
 TOOL_CALLS_CLOSE = "<|end_message|>"
 TOOL_CALLS_CLOSE_LENGTH = len(TOOL_CALLS_CLOSE)

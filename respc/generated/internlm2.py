@@ -54,7 +54,7 @@ TOOL_CALLS_OPEN_RE = LazyRegex(r"<\|action_start\|><\|plugin\|>")
 # The whole pattern: a held partial match grows with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
 TOOL_CALLS_OPEN_WHOLE = LazyRegex(
-    r"\s*<\|action_start\|><\|plugin\|>", stems=(TOOL_CALLS_OPEN_PREFIX,), lead=RUN_WHITESPACE
+    r"\s*<\|action_start\|><\|plugin\|>", stems=(TOOL_CALLS_OPEN_PREFIX,), lead=RUN_WHITESPACE, memo=True
 )
 TOOL_CALLS_CLOSE = "<|action_end|>"
 TOOL_CALLS_CLOSE_LENGTH = len(TOOL_CALLS_CLOSE)
@@ -65,7 +65,9 @@ CONTENT_CLOSE_PREFIX_LENGTH = len(CONTENT_CLOSE_PREFIX)
 CONTENT_CLOSE_RE = LazyRegex(r"<\|im_end\|>")
 # The whole pattern: a held partial match grows with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
-CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*<\|im_end\|>", stems=(CONTENT_CLOSE_PREFIX,), lead=RUN_WHITESPACE)
+CONTENT_CLOSE_WHOLE = LazyRegex(
+    r"\s*<\|im_end\|>", stems=(CONTENT_CLOSE_PREFIX,), lead=RUN_WHITESPACE, memo=True
+)
 START_ANCHOR_LITERALS = ("<|im_start|>assistant\n",)
 START_ANCHOR_RE = re.compile("|".join(map(re.escape, START_ANCHOR_LITERALS)))
 

@@ -50,7 +50,9 @@ TOOL_CALLS_OPEN_PREFIX_LENGTH = len(TOOL_CALLS_OPEN_PREFIX)
 TOOL_CALLS_OPEN_RE = LazyRegex(r"<tool_calls>")
 # The whole pattern: a held partial match grows with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
-TOOL_CALLS_OPEN_WHOLE = LazyRegex(r"\s*<tool_calls>", stems=(TOOL_CALLS_OPEN_PREFIX,), lead=RUN_WHITESPACE)
+TOOL_CALLS_OPEN_WHOLE = LazyRegex(
+    r"\s*<tool_calls>", stems=(TOOL_CALLS_OPEN_PREFIX,), lead=RUN_WHITESPACE, memo=True
+)
 TOOL_CALLS_CLOSE = "</tool_calls>"
 TOOL_CALLS_CLOSE_LENGTH = len(TOOL_CALLS_CLOSE)
 CONTENT_CLOSE_PREFIX = "<|eom|>"  # every match of the rest starts with this
@@ -60,7 +62,9 @@ CONTENT_CLOSE_PREFIX_LENGTH = len(CONTENT_CLOSE_PREFIX)
 CONTENT_CLOSE_RE = LazyRegex(r"<\|eom\|>")
 # The whole pattern: a held partial match grows with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
-CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*<\|eom\|>", stems=(CONTENT_CLOSE_PREFIX,), lead=RUN_WHITESPACE)
+CONTENT_CLOSE_WHOLE = LazyRegex(
+    r"\s*<\|eom\|>", stems=(CONTENT_CLOSE_PREFIX,), lead=RUN_WHITESPACE, memo=True
+)
 START_ANCHOR_LITERALS = ("<|bom|><|assistant|>",)
 START_ANCHOR_RE = re.compile("|".join(map(re.escape, START_ANCHOR_LITERALS)))
 

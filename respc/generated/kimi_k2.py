@@ -69,7 +69,7 @@ TRANSFORMERS_TARGET = "5.24"
 # on first use: importing `regex` costs more than the rest of this module).
 REASONING_CONTENT_OPEN = "<think>"
 REASONING_CONTENT_OPEN_LENGTH = len(REASONING_CONTENT_OPEN)
-REASONING_CONTENT_CLOSE_RE = LazyRegex(r"</think>|(?=<\|tool_calls_section_begin\|>)")
+REASONING_CONTENT_CLOSE_RE = LazyRegex(r"</think>|(?=<\|tool_calls_section_begin\|>)", memo=True)
 # /\s*(?:<\|tool_calls_section_begin\|>\s*)?<\|tool_call_begin\|>\s*(?P<id>(?:[^\s<:]*\.)?(?P<name>[^\s<:.]+
 # ):\d+)\s*<\|tool_call_argument_begin\|>/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
@@ -79,7 +79,8 @@ TOOL_CALLS_OPEN_RE = LazyRegex(
 # The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
 # rechecked with it.
 TOOL_CALLS_OPEN_WHOLE = LazyRegex(
-    r"\s*(?:<\|tool_calls_section_begin\|>\s*)?<\|tool_call_begin\|>\s*(?P<id>(?:[^\s<:]*\.)?(?P<name>[^\s<:.]+):\d+)\s*<\|tool_call_argument_begin\|>"
+    r"\s*(?:<\|tool_calls_section_begin\|>\s*)?<\|tool_call_begin\|>\s*(?P<id>(?:[^\s<:]*\.)?(?P<name>[^\s<:.]+):\d+)\s*<\|tool_call_argument_begin\|>",
+    memo=True,
 )
 TOOL_CALLS_CLOSE = "<|tool_call_end|>"
 TOOL_CALLS_CLOSE_LENGTH = len(TOOL_CALLS_CLOSE)
@@ -99,6 +100,7 @@ CONTENT_CLOSE_WHOLE = LazyRegex(
         "<|im_end|>",
     ),
     lead=RUN_WHITESPACE,
+    memo=True,
 )
 START_ANCHOR_LITERALS = ("<|im_assistant|>assistant<|im_middle|>",)
 START_ANCHOR_RE = re.compile("|".join(map(re.escape, START_ANCHOR_LITERALS)))

@@ -64,11 +64,11 @@ TOOL_CALLS_OPEN_RE = LazyRegex(r"<\|tool_call_start\|>")
 # The whole pattern: a held partial match grows with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
 TOOL_CALLS_OPEN_WHOLE = LazyRegex(
-    r"\s*<\|tool_call_start\|>", stems=(TOOL_CALLS_OPEN_PREFIX,), lead=RUN_WHITESPACE
+    r"\s*<\|tool_call_start\|>", stems=(TOOL_CALLS_OPEN_PREFIX,), lead=RUN_WHITESPACE, memo=True
 )
 TOOL_CALLS_CLOSE_PREFIX = "<|tool_call_end|>"  # every match starts with this
 TOOL_CALLS_CLOSE_PREFIX_LENGTH = len(TOOL_CALLS_CLOSE_PREFIX)
-TOOL_CALLS_CLOSE_RE = LazyRegex(r"<\|tool_call_end\|>\s*", stems=(TOOL_CALLS_CLOSE_PREFIX,))
+TOOL_CALLS_CLOSE_RE = LazyRegex(r"<\|tool_call_end\|>\s*", stems=(TOOL_CALLS_CLOSE_PREFIX,), memo=True)
 CONTENT_CLOSE_PREFIX = "<|im_end|>"  # every match of the rest starts with this
 CONTENT_CLOSE_PREFIX_LENGTH = len(CONTENT_CLOSE_PREFIX)
 # /\s*<\|im_end\|>/ is searched as what follows its leading run of \s; the scan
@@ -76,7 +76,9 @@ CONTENT_CLOSE_PREFIX_LENGTH = len(CONTENT_CLOSE_PREFIX)
 CONTENT_CLOSE_RE = LazyRegex(r"<\|im_end\|>")
 # The whole pattern: a held partial match grows with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
-CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*<\|im_end\|>", stems=(CONTENT_CLOSE_PREFIX,), lead=RUN_WHITESPACE)
+CONTENT_CLOSE_WHOLE = LazyRegex(
+    r"\s*<\|im_end\|>", stems=(CONTENT_CLOSE_PREFIX,), lead=RUN_WHITESPACE, memo=True
+)
 START_ANCHOR_LITERALS = ("<|im_start|>assistant\n",)
 START_ANCHOR_RE = re.compile("|".join(map(re.escape, START_ANCHOR_LITERALS)))
 

@@ -61,7 +61,8 @@ TOOL_CALLS_OPEN_RE = LazyRegex(
     r'^\s*(?:<\|python_tag\|>\s*)?(?=\{\s*(?:"type"\s*:\s*"function"\s*,\s*)?"name"\s*:\s*"[^"\\]*"\s*,\s*"parameters"\s*:)|(?<=;)\s*(?=\{\s*(?:"type"\s*:\s*"function"\s*,\s*)?"name"\s*:\s*"[^"\\]*"\s*,\s*"parameters"\s*:)'
 )
 TOOL_CALLS_CLOSE_RE = LazyRegex(
-    r'\s*;(?=\s*\{\s*(?:"type"\s*:\s*"function"\s*,\s*)?"name"\s*:\s*"[^"\\]*"\s*,\s*"parameters"\s*:)|<\|eom_id\|>|<\|eot_id\|>'
+    r'\s*;(?=\s*\{\s*(?:"type"\s*:\s*"function"\s*,\s*)?"name"\s*:\s*"[^"\\]*"\s*,\s*"parameters"\s*:)|<\|eom_id\|>|<\|eot_id\|>',
+    memo=True,
 )
 CONTENT_CLOSE_PREFIX = "<|eo"  # every match of the rest starts with this
 CONTENT_CLOSE_PREFIX_LENGTH = len(CONTENT_CLOSE_PREFIX)
@@ -79,6 +80,7 @@ CONTENT_CLOSE_WHOLE = LazyRegex(
         "<|eom_id|>",
     ),
     lead=RUN_WHITESPACE,
+    memo=True,
 )
 START_ANCHOR_LITERALS = ("<|start_header_id|>assistant<|end_header_id|>\n\n",)
 START_ANCHOR_RE = re.compile("|".join(map(re.escape, START_ANCHOR_LITERALS)))

@@ -55,7 +55,7 @@ TOOL_CALLS_OPEN_RE = LazyRegex(r"<longcat_tool_call>")
 # The whole pattern: a held partial match grows with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
 TOOL_CALLS_OPEN_WHOLE = LazyRegex(
-    r"\s*<longcat_tool_call>", stems=(TOOL_CALLS_OPEN_PREFIX,), lead=RUN_WHITESPACE
+    r"\s*<longcat_tool_call>", stems=(TOOL_CALLS_OPEN_PREFIX,), lead=RUN_WHITESPACE, memo=True
 )
 TOOL_CALLS_CLOSE = "</longcat_tool_call>"
 TOOL_CALLS_CLOSE_LENGTH = len(TOOL_CALLS_CLOSE)
@@ -66,7 +66,9 @@ CONTENT_CLOSE_PREFIX_LENGTH = len(CONTENT_CLOSE_PREFIX)
 CONTENT_CLOSE_RE = LazyRegex(r"</longcat_s>")
 # The whole pattern: a held partial match grows with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
-CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*</longcat_s>", stems=(CONTENT_CLOSE_PREFIX,), lead=RUN_WHITESPACE)
+CONTENT_CLOSE_WHOLE = LazyRegex(
+    r"\s*</longcat_s>", stems=(CONTENT_CLOSE_PREFIX,), lead=RUN_WHITESPACE, memo=True
+)
 START_ANCHOR_LITERALS = ("ASSISTANT:",)
 START_ANCHOR_RE = re.compile("|".join(map(re.escape, START_ANCHOR_LITERALS)))
 

@@ -75,6 +75,7 @@ CONTENT_CLOSE_WHOLE = LazyRegex(
         "[e~[",
     ),
     lead=RUN_WHITESPACE,
+    memo=True,
 )
 START_ANCHOR_LITERALS = ("]~b]ai\n",)
 START_ANCHOR_RE = re.compile("|".join(map(re.escape, START_ANCHOR_LITERALS)))

@@ -64,9 +64,11 @@ REASONING_CONTENT_CLOSE = ("[/THINK]", "</think>")
 TOOL_CALLS_OPEN_PREFIX = "[TOOL_CALLS]"  # every match starts with this
 TOOL_CALLS_OPEN_PREFIX_LENGTH = len(TOOL_CALLS_OPEN_PREFIX)
 TOOL_CALLS_OPEN_RE = LazyRegex(
-    r"\[TOOL_CALLS\](?P<name>[^\[\]\s]+)(?:\[CALL_ID\][^\[]*)?\[ARGS\]", stems=(TOOL_CALLS_OPEN_PREFIX,)
+    r"\[TOOL_CALLS\](?P<name>[^\[\]\s]+)(?:\[CALL_ID\][^\[]*)?\[ARGS\]",
+    stems=(TOOL_CALLS_OPEN_PREFIX,),
+    memo=True,
 )
-TOOL_CALLS_CLOSE_RE = LazyRegex(r"</s>|(?=\[TOOL_CALLS\])")
+TOOL_CALLS_CLOSE_RE = LazyRegex(r"</s>|(?=\[TOOL_CALLS\])", memo=True)
 CONTENT_CLOSE = "</s>"
 CONTENT_CLOSE_LENGTH = len(CONTENT_CLOSE)
 START_ANCHOR_LITERALS = ("[/TOOL_RESULTS]", "[/INST]")

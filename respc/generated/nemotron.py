@@ -64,7 +64,9 @@ TOOL_CALLS_OPEN_PREFIX_LENGTH = len(TOOL_CALLS_OPEN_PREFIX)
 TOOL_CALLS_OPEN_RE = LazyRegex(r"<TOOLCALL>")
 # The whole pattern: a held partial match grows with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
-TOOL_CALLS_OPEN_WHOLE = LazyRegex(r"\s*<TOOLCALL>", stems=(TOOL_CALLS_OPEN_PREFIX,), lead=RUN_WHITESPACE)
+TOOL_CALLS_OPEN_WHOLE = LazyRegex(
+    r"\s*<TOOLCALL>", stems=(TOOL_CALLS_OPEN_PREFIX,), lead=RUN_WHITESPACE, memo=True
+)
 TOOL_CALLS_CLOSE = "</TOOLCALL>"
 TOOL_CALLS_CLOSE_LENGTH = len(TOOL_CALLS_CLOSE)
 CONTENT_CLOSE_PREFIX = "<"  # every match of the rest starts with this
@@ -83,6 +85,7 @@ CONTENT_CLOSE_WHOLE = LazyRegex(
         "<SPECIAL_12>",
     ),
     lead=RUN_WHITESPACE,
+    memo=True,
 )
 START_ANCHOR_LITERALS = ("<|start_header_id|>assistant<|end_header_id|>\n\n", "<SPECIAL_11>Assistant\n")
 START_ANCHOR_RE = re.compile("|".join(map(re.escape, START_ANCHOR_LITERALS)))

@@ -59,7 +59,7 @@ TOOL_CALLS_OPEN_RE = LazyRegex(r"functools(?=\s*\[\s*\{)")
 # rechecked with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
 TOOL_CALLS_OPEN_WHOLE = LazyRegex(
-    r"\s*functools(?=\s*\[\s*\{)", stems=(TOOL_CALLS_OPEN_PREFIX,), lead=RUN_WHITESPACE
+    r"\s*functools(?=\s*\[\s*\{)", stems=(TOOL_CALLS_OPEN_PREFIX,), lead=RUN_WHITESPACE, memo=True
 )
 TOOL_CALLS_CLOSE = ("<|endoftext|>", "<|end|>")
 CONTENT_CLOSE_PREFIX = "<|end"  # every match of the rest starts with this
@@ -78,6 +78,7 @@ CONTENT_CLOSE_WHOLE = LazyRegex(
         "<|endoftext|>",
     ),
     lead=RUN_WHITESPACE,
+    memo=True,
 )
 START_ANCHOR_LITERALS = ("<|assistant|>",)
 START_ANCHOR_RE = re.compile("|".join(map(re.escape, START_ANCHOR_LITERALS)))

@@ -62,6 +62,7 @@ TOOL_CALLS_OPEN_WHOLE = LazyRegex(
     stems=(TOOL_CALLS_OPEN_PREFIX,),
     lead=RUN_WHITESPACE,
     tail=("\\s*<seed:tool_call>\\s*<function=", ">", "\n>", 1),
+    memo=True,
 )
 TOOL_CALLS_CLOSE = "</seed:tool_call>"
 TOOL_CALLS_CLOSE_LENGTH = len(TOOL_CALLS_CLOSE)
@@ -72,7 +73,9 @@ CONTENT_CLOSE_PREFIX_LENGTH = len(CONTENT_CLOSE_PREFIX)
 CONTENT_CLOSE_RE = LazyRegex(r"<seed:eos>")
 # The whole pattern: a held partial match grows with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
-CONTENT_CLOSE_WHOLE = LazyRegex(r"\s*<seed:eos>", stems=(CONTENT_CLOSE_PREFIX,), lead=RUN_WHITESPACE)
+CONTENT_CLOSE_WHOLE = LazyRegex(
+    r"\s*<seed:eos>", stems=(CONTENT_CLOSE_PREFIX,), lead=RUN_WHITESPACE, memo=True
+)
 START_ANCHOR_LITERALS = ("<seed:bos>assistant\n",)
 START_ANCHOR_RE = re.compile("|".join(map(re.escape, START_ANCHOR_LITERALS)))
 

@@ -78,9 +78,12 @@ TOOL_CALLS_OPEN_WHOLE = LazyRegex(
         '"',
         1,
     ),
+    memo=True,
 )
 TOOL_CALLS_CLOSE_PREFIX = "</steptml:invoke>"  # every match starts with this
-TOOL_CALLS_CLOSE_RE = LazyRegex(r"</steptml:invoke>\s*<｜tool_call_end｜>", stems=(TOOL_CALLS_CLOSE_PREFIX,))
+TOOL_CALLS_CLOSE_RE = LazyRegex(
+    r"</steptml:invoke>\s*<｜tool_call_end｜>", stems=(TOOL_CALLS_CLOSE_PREFIX,), memo=True
+)
 CONTENT_CLOSE_PREFIX = "<"  # every match of the rest starts with this
 CONTENT_CLOSE_PREFIX_LENGTH = len(CONTENT_CLOSE_PREFIX)
 # What CONTENT_CLOSE_RE matches after its lead run, in the order a match at one position tries them.
@@ -97,6 +100,7 @@ CONTENT_CLOSE_WHOLE = LazyRegex(
         "<|EOT|>",
     ),
     lead=RUN_WHITESPACE,
+    memo=True,
 )
 START_ANCHOR_LITERALS = ("<|BOT|>assistant\n",)
 START_ANCHOR_RE = re.compile("|".join(map(re.escape, START_ANCHOR_LITERALS)))

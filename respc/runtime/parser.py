@@ -41,7 +41,7 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from respc.runtime.contract import STEM_LIMIT, check_contract
-from respc.runtime.scan import LazyRegex, held_pattern, lead_holds, partial_at, run_start
+from respc.runtime.scan import LazyRegex, held_pattern, lead_holds, partial_at, partial_held, run_start
 from respc.runtime.tools import coerce_tool_calls, tool_params
 
 TYPE_CHECKING = False  # typing costs ~5 ms to import: keep it off a generated module's import path
@@ -676,8 +676,13 @@ class CompiledParser:
                     self._buf += text  # the head has matched, the tail still may: a partial match
                     self._held = grown
                     return []
+                known = pattern.partials
+                if known is not None and known.get(grown):
+                    self._buf += text  # remembered as a partial match (`partial_held`)
+                    self._held = grown
+                    return []
                 buf = self._buf + text
-                if partial_at(pattern, buf, self._pos):
+                if partial_held(pattern, buf, self._pos, grown):
                     self._buf = buf
                     self._held = grown
                     if pattern.head is not None:
@@ -807,8 +812,8 @@ class CompiledParser:
                 # The regex delimiter whose partial match holds the text, if one does: the next feed
                 # checks only it (without a search while `lead_holds`).
                 for pattern in self._patterns:
-                    if (pattern.lead is not None and lead_holds(pattern, rest)) or partial_at(
-                        pattern, buf, pos
+                    if (pattern.lead is not None and lead_holds(pattern, rest)) or partial_held(
+                        pattern, buf, pos, rest
                     ):
                         self._held = rest
                         self._held_pattern = (

@@ -87,6 +87,9 @@ class LazyRegex:
     head: LazyRegex | None = None
     tail: tuple[str, str, int] = ("", "", 0)  # (literal, stops, least) after the head
     holds = None  # (an `AfterHead`'s test)
+    # A pattern whose search reads nothing before where it starts (`respc.compiler.plan.Delimiter.memo`)
+    # keeps which held texts are its partial match and which are not (`partial_held`).
+    partials: dict[str, bool] | None = None
 
     def __init__(
         self,
@@ -95,9 +98,12 @@ class LazyRegex:
         stems: tuple[str, ...] = (),
         lead: frozenset[str] | None = None,
         tail: tuple[str, str, str, int] | None = None,
+        memo: bool = False,
     ) -> None:
         self.pattern = pattern
         self.dotall = dotall
+        if memo:
+            self.partials = {}
         if stems:
             self.stems = stems
             self.longest = max(map(len, stems))
@@ -143,7 +149,7 @@ class AfterHead:
     pattern's) when it says no.
     """
 
-    __slots__ = ("least", "literal", "offset", "stops", "whole")
+    __slots__ = ("least", "literal", "offset", "partials", "stops", "whole")
     stems: tuple[str, ...] = ()  # the attributes the parser reads of every held pattern
     lead = None
     head = None
@@ -152,6 +158,7 @@ class AfterHead:
         self.whole = whole
         self.literal, self.stops, self.least = whole.tail
         self.offset = offset
+        self.partials = whole.partials
 
     def holds(self, held: str) -> bool:
         """Whether `held` (the text from the partial match's start) is still a partial match of it."""
@@ -347,6 +354,29 @@ def literal_table(*watches: tuple) -> tuple[tuple[str, ...], dict]:
     for _, _, literal, is_open, field in entries:
         commits.setdefault(literal, (is_open, field))
     return tuple(commits), commits
+
+
+# `partial_held`'s memo: texts up to this long, and this many per pattern (then it starts afresh). A server
+# parses one model's output, whose delimiters come in a few spellings: their held prefixes recur.
+_MEMO_TEXT, _MEMO_SIZE = 256, 512
+
+
+def partial_held(pattern: Any, buf: str, pos: int, held: str) -> bool:
+    """`partial_at(pattern, buf, pos)`, where `held` is `buf[pos:]`; for a pattern with a memo
+    (`LazyRegex.partials`), remembered by `held`: such a pattern's search from `pos` reads nothing
+    before it, so the answer is a function of `held` alone (each recurring held text costs one dict
+    lookup instead of a partial search)."""
+    known = pattern.partials
+    if known is None:
+        return partial_at(pattern, buf, pos)
+    found = known.get(held)
+    if found is None:
+        found = partial_at(pattern, buf, pos)
+        if len(held) <= _MEMO_TEXT:
+            if len(known) >= _MEMO_SIZE:
+                known.clear()
+            known[held] = found
+    return found
 
 
 def survives_extension(pattern: Any, buf: str, start: int, end: int, match: Any) -> bool:

@@ -5,7 +5,7 @@ compare each answer with what the `regex` module (the oracle's engine) actually 
 from __future__ import annotations
 
 import regex
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from respc.compiler.analysis import (
@@ -14,10 +14,11 @@ from respc.compiler.analysis import (
     first_chars,
     literal_prefix,
     may_match_empty,
+    reads_before,
     split_lead,
 )
 from respc.compiler.analysis.syntax import is_plain
-from respc.runtime.scan import RUN_CLASSES, scan_lead
+from respc.runtime.scan import RUN_CLASSES, partial_at, scan_lead
 
 ALPHABET = "ab<> \n/"
 SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -95,6 +96,54 @@ def test_every_match_starts_with_a_first_char(pattern: str, text: str, partial: 
             assert starts.match(text[match.start()]), (pattern, text, pos, match)
         if match is not None and match.start() == match.end() == len(text) and not match.partial:
             raise AssertionError(f"{pattern!r} matched empty, yet has first characters {first}")
+
+
+def _plain_patterns() -> st.SearchStrategy[str]:
+    """Patterns in the plain syntax only (the analyses know nothing of the rest), with every kind of
+    look at the text around a position."""
+    atoms = st.one_of(
+        st.sampled_from([regex.escape(c) for c in ALPHABET] + [r"[ab]", r"[^a]", r"\s", r"\w", r"."]),
+        st.sampled_from(["^", "$", r"\A", r"\Z", r"\b", r"\B", r"(?=a)", r"(?!b)", r"(?<=a)", r"(?<!b)"]),
+    )
+
+    def extend(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+        return st.one_of(
+            st.lists(inner, min_size=1, max_size=4).map("".join),
+            st.tuples(inner, inner).map(lambda pair: f"(?:{pair[0]}|{pair[1]})"),
+            st.tuples(inner, st.sampled_from(["*", "+", "?", "{2}", "*?"])).map(
+                lambda p: f"(?:{p[0]}){p[1]}"
+            ),
+            inner.map(lambda p: f"(?P<g>{p})"),
+            inner.map(lambda p: f"(?=x{p})"),
+        )
+
+    return st.recursive(atoms, extend, max_leaves=6)
+
+
+@settings(SETTINGS, max_examples=2_000)
+@example(pattern="(?<=a)b", before="a", held="b")
+@example(pattern="(?<!b)a", before="b", held="a")
+@example(pattern=r"\Bb", before="a", held="b")
+@example(pattern="^a", before="b", held="a")
+@given(pattern=_plain_patterns(), before=st.text(alphabet=ALPHABET, min_size=1, max_size=4), held=TEXTS)
+def test_a_pattern_that_reads_nothing_before_holds_text_whatever_precedes_it(
+    pattern: str, before: str, held: str
+) -> None:
+    """The parser's memo of held texts (`partial_held`): for a pattern that `reads_before` clears, whether
+    the text from a position is a partial match there does not depend on the text before it."""
+    compiled = _compiles(pattern)
+    assume(compiled is not None)
+    if reads_before(pattern):
+        return
+    alone = partial_at(compiled, held, 0)
+    assert partial_at(compiled, before + held, len(before)) == alone, (pattern, before, held)
+
+
+def test_what_reads_before_a_position() -> None:
+    reads = [r"^a", r"\Aa", r"(?<=;)x", r"(?<!x)a", r"a\b", r"a\Bb", r"(?m)^a", r"(?:x|(?<=>))y", r"\Ga"]
+    reads_not = [r"\s*<tool_call>", r"a$", r"a\Z", r"x(?=\s*\{)", r"(?!<)a", r"(?:<\|m\|>)?[^<]*<\|c\|>"]
+    assert [p for p in reads if not reads_before(p)] == []
+    assert [p for p in reads_not if reads_before(p)] == []
 
 
 @SETTINGS

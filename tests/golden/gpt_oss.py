@@ -59,6 +59,7 @@ TOOL_CALLS_OPEN_RE = LazyRegex(
     r"<\|channel\|>commentary to=functions\.(?P<name>\w+).*?<\|message\|>",
     stems=(TOOL_CALLS_OPEN_PREFIX,),
     tail=("<\\|channel\\|>commentary to=functions\\.(?P<name>\\w+)", "<|message|>", "", 0),
+    memo=True,
 )
 TOOL_CALLS_CLOSE = "<|call|>"
 TOOL_CALLS_CLOSE_LENGTH = len(TOOL_CALLS_CLOSE)

@@ -72,9 +72,10 @@ TOOL_CALLS_OPEN_WHOLE = LazyRegex(
     stems=(TOOL_CALLS_OPEN_PREFIX,),
     lead=RUN_WHITESPACE,
     tail=("\\s*<tool_call>\\s*<function=", ">", "\n>", 1),
+    memo=True,
 )
 TOOL_CALLS_CLOSE_PREFIX = "</function>"  # every match starts with this
-TOOL_CALLS_CLOSE_RE = LazyRegex(r"</function>\s*</tool_call>", stems=(TOOL_CALLS_CLOSE_PREFIX,))
+TOOL_CALLS_CLOSE_RE = LazyRegex(r"</function>\s*</tool_call>", stems=(TOOL_CALLS_CLOSE_PREFIX,), memo=True)
 CONTENT_CLOSE_PREFIX = "<|"  # every match of the rest starts with this
 CONTENT_CLOSE_PREFIX_LENGTH = len(CONTENT_CLOSE_PREFIX)
 # What CONTENT_CLOSE_RE matches after its lead run, in the order a match at one position tries them.
@@ -91,6 +92,7 @@ CONTENT_CLOSE_WHOLE = LazyRegex(
         "<|endoftext|>",
     ),
     lead=RUN_WHITESPACE,
+    memo=True,
 )
 START_ANCHOR_LITERALS = ("<|im_start|>assistant\n",)
 START_ANCHOR_RE = re.compile("|".join(map(re.escape, START_ANCHOR_LITERALS)))

@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from respc.compiler.analysis.syntax import is_plain, parse
+from respc.compiler.analysis.syntax import is_plain, parse, plain_items
 
-__all__ = ["LOOKS_BACK", "guarded", "split_branches"]
+__all__ = ["LOOKS_BACK", "guarded", "reads_before", "split_branches"]
 
 # Syntax that looks behind the scan position, or changes how far back a boundary looks (a guard's own
 # lookbehind is set aside before this is asked).
@@ -57,6 +57,35 @@ def guarded(pattern: str) -> tuple[str, str, int] | None:
     except Exception:
         return None
     return joined, "".join(sorted(guard)), width
+
+
+# The anchors that read nothing before the position they are tried at (`$` and `\Z` read what follows).
+_AHEAD_ANCHORS = {"AT_END", "AT_END_STRING"}
+
+
+def reads_before(pattern: str) -> bool:
+    """Whether what a search of `pattern` from a position finds may depend on the text before that
+    position: an anchor at the start (`^`, `\\A`), a word boundary, a lookbehind, anywhere; True for a
+    pattern outside the syntax the analyses read (unknown). Where it is False, whether the text from a
+    position on is a partial match there is a function of that text alone, which the parser remembers
+    (`respc.runtime.scan.partial_held`)."""
+    items = plain_items(pattern)
+    return items is None or _reads_before(items)
+
+
+def _reads_before(items: list) -> bool:
+    for op, av in items:
+        name = str(op)
+        if name == "AT" and str(av) not in _AHEAD_ANCHORS:
+            return True
+        if name in ("ASSERT", "ASSERT_NOT") and av[0] < 0:
+            return True  # a lookbehind
+        for part in av if isinstance(av, (list, tuple)) else ():
+            if hasattr(part, "data") and _reads_before(part.data):
+                return True
+            if isinstance(part, list) and any(hasattr(p, "data") and _reads_before(p.data) for p in part):
+                return True
+    return False
 
 
 def _guard_of(branch: str) -> tuple[str | None, int, str]:

@@ -1,0 +1,80 @@
+"""The memo of held texts (`respc.runtime.scan.partial_held`): a regex delimiter whose search reads nothing
+before where it starts (`Delimiter.memo`) remembers which held texts are its partial match, so a server
+that parses one model's output searches each recurring opener prefix once, not once per feed."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from support.compare import FIXTURES, assert_same, chunkings, oracle_stream
+from support.oracles import stream_trace
+
+import respc
+from respc.runtime import parser as parser_module
+from respc.runtime import scan
+
+
+def _ours(module: object, prefix: str, chunks: list[str]) -> list:
+    return stream_trace(lambda: module.ResponseParser(prefix), chunks)
+
+
+def test_a_second_stream_takes_no_partial_search_for_the_held_texts_of_the_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    module = respc.load_preset("step3")
+    opener = module.TOOL_CALLS_OPEN_WHOLE
+    assert opener.partials is not None
+    text = (
+        '<｜tool_calls_begin｜>\n<｜tool_call_begin｜>function<｜tool_sep｜><steptml:invoke name="f">'
+        '<steptml:parameter name="x">1</steptml:parameter></steptml:invoke><｜tool_call_end｜><｜tool_calls_end｜>'
+    )
+    chunks = [text[i : i + 4] for i in range(0, len(text), 4)]
+    searched: list[str] = []
+    partial_at = scan.partial_at
+    monkeypatch.setattr(
+        scan, "partial_at", lambda p, b, pos: searched.append(b[pos:]) or partial_at(p, b, pos)
+    )
+    monkeypatch.setattr(
+        parser_module, "partial_at", lambda p, b, pos: searched.append(b[pos:]) or partial_at(p, b, pos)
+    )
+    for pattern in module.ResponseParser.PATTERNS:
+        if pattern.partials is not None:
+            pattern.partials.clear()
+    first = _ours(module, "", chunks)
+    assert searched  # the opener's held prefixes were searched once...
+    remembered = set().union(*(p.partials for p in module.ResponseParser.PATTERNS if p.partials is not None))
+    assert set(searched) <= remembered
+    searched.clear()
+    assert _ours(module, "", chunks) == first
+    assert searched == []  # ...and remembered
+    assert_same(first, oracle_stream(module.TEMPLATE, "", chunks), module.TEMPLATE, repr(chunks))
+
+
+def test_the_memo_keeps_short_texts_and_starts_afresh_when_full() -> None:
+    pattern = scan.LazyRegex(r"<a>[^<]*</a>", memo=True)
+    for i in range(scan._MEMO_SIZE):
+        assert scan.partial_held(pattern, f"<a>{i}", 0, f"<a>{i}")
+    assert len(pattern.partials) == scan._MEMO_SIZE
+    assert scan.partial_held(pattern, "x<a>", 1, "<a>")
+    assert pattern.partials == {"<a>": True}
+    long = "<a>" + "x" * scan._MEMO_TEXT
+    assert scan.partial_held(pattern, long, 0, long) and long not in pattern.partials
+    assert not scan.partial_held(pattern, "<b>", 0, "<b>") and pattern.partials["<b>"] is False
+
+
+def test_patterns_that_read_before_their_start_keep_no_memo() -> None:
+    assert respc.load_preset("minimax_m2").TOOL_CALLS_OPEN_RE.partials is None  # (?<=</invoke>)
+    assert respc.load_preset("llama3_json").TOOL_CALLS_OPEN_RE.partials is None  # ^...|(?<=;)...
+
+
+@pytest.mark.parametrize("name", ["step3", "kimi_k2", "deepseek_v3", "inkling", "qwen3_5"])
+def test_streams_agree_with_transformers_with_a_warm_memo(name: str) -> None:
+    module = respc.load_preset(name)
+    cases = json.loads((FIXTURES / "presets" / f"{name}.json").read_text(encoding="utf-8"))
+    for round_ in range(2):  # cold, then warm
+        for index, case in enumerate(cases):
+            for chunks in chunkings(case["text"], seed=index + round_, random_splits=2):
+                ours = _ours(module, case.get("prefix") or "", chunks)
+                theirs = oracle_stream(module.TEMPLATE, case.get("prefix") or "", chunks)
+                assert_same(ours, theirs, module.TEMPLATE, f"{name}[{index}] round {round_}")

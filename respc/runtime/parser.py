@@ -696,6 +696,29 @@ class CompiledParser:
             for stem in self._stems:
                 if stem in grown:
                     return self._pass(text, False)  # a starter is there: `_skips_scan` would say no
+            state = self.STATES[self._current]
+            if (
+                state.mode == "plain"
+                and state.guard is None
+                and not self._WIDE
+                and self._current is not None
+                and self._opened
+                and self._starts_nothing(grown)
+            ):
+                # The held text and the chunk start nothing (`<` then `para`, in a tool call's body): the
+                # pass would route them whole and settle mode plain (`_skips_scan`, `_route_skipping_scan`,
+                # `_settle`), written out here. (The buffer keeps them all as context: at least `CONTEXT`.)
+                self._buf = grown
+                self._pos = len(grown)
+                self._held = None
+                self._empty_open = False
+                parts = self._parts
+                parts.append(grown)
+                if len(parts) >= self._parts_limit:
+                    self._coalesce()
+                self._mode = _PLAIN
+                self.feed = self._plain_mode()
+                return [{"type": "region_chunk", "field": self._current, "text": grown, "dirty": self._dirty}]
         return self._pass(text) if self._mode == _HELD else self._installed(text)
 
     def _feed_pending(self, text: str) -> list[dict]:

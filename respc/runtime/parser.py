@@ -80,7 +80,7 @@ _SETTLED_ORDER = (
     *("_remainder", "_tools", "errors", "_buf", "_pos", "_output", "_finalized", "_run_pieces"),
     *("_run_pieces_limit", "_held", "_held_pattern", "_mode", "_current", "_scan", "_end_scan"),
     *("_start_char", "_run", "_dirty", "_stems", "_stem_prefixes", "_patterns", "_captures", "_parts"),
-    *("_parts_limit", "_opened", "_empty_open", "initial_events"),
+    *("_parts_limit", "_opened", "_empty_open", "_initial_events"),
 )
 _SCALARS = frozenset((str, int, float, bool, type(None)))
 
@@ -218,10 +218,10 @@ class CompiledParser:
         self._held_pattern: Any = None  # or the regex delimiter it is a partial match of
         self._mode = _GENERAL  # the mode installed as `feed` (see `_settle`)
         self._reset()
-        self.initial_events: list[dict] = []
+        self._initial_events: list[dict] | tuple[dict, ...] = []  # (read as `initial_events`)
         if remainder:
             self._buf = remainder
-            self._process(self.initial_events, False)
+            self._process(self._initial_events, False)
             self._trim()
             if len(remainder) <= _SETTLED_LENGTH:
                 self._remember(remainder, keep_errors)
@@ -247,7 +247,7 @@ class CompiledParser:
             self._parts,
             self.errors or (),
         )
-        held += tuple(event.values() for event in self.initial_events)
+        held += tuple(event.values() for event in self._initial_events)
         if any(type(item) not in _SCALARS for items in held for item in items):
             return
         settled = type(self).__dict__.get("_settled")
@@ -257,11 +257,11 @@ class CompiledParser:
         elif len(settled) >= _SETTLED_LIMIT:
             settled.clear()  # prompts without a start anchor: each remainder is new; keep the memo small
         values = [value.copy() if type(value) in (list, dict) else value for value in attributes.values()]
-        values[1] = values[-1] = None  # `_tools` and `initial_events`: each parser's own
-        events = [dict(event) for event in self.initial_events]
+        values[1] = values[-1] = None  # `_tools` and `_initial_events`: each parser's own
+        events = tuple(dict(event) for event in self._initial_events)
         settled[remainder, keep_errors] = (tuple(values), events)
 
-    def _resume(self, state: tuple[tuple, list[dict]], tools: dict[str, dict]) -> None:
+    def _resume(self, state: tuple[tuple, tuple[dict, ...]], tools: dict[str, dict]) -> None:
         """The state `_remember` kept, with fresh copies of its lists and dicts (callers may change them).
 
         The attributes are set one by one in `_start`'s order (`_SETTLED_ORDER`), so that the instance keeps
@@ -295,7 +295,7 @@ class CompiledParser:
             self._parts_limit,
             self._opened,
             self._empty_open,
-            self.initial_events,
+            self._initial_events,
         ) = values
         self._tools = tools
         if self.errors is not None:
@@ -304,9 +304,23 @@ class CompiledParser:
         self._run_pieces = self._run_pieces.copy()
         self._captures = self._captures.copy()
         self._parts = self._parts.copy()
-        self.initial_events = [dict(event) for event in events]
+        self._initial_events = events  # (copied when read: `initial_events`)
 
     # -- read-only accessors (what the serving layer uses) -------------------------------------------
+
+    @property
+    def initial_events(self) -> list[dict]:
+        """The events the prompt's remainder caused (a region it opened), as transformers' attribute. A
+        parser resumed from a kept prefix pass (`_resume`) copies them when they are first read: a parser
+        created and never fed (a request cancelled at once) pays nothing for them."""
+        events = self._initial_events
+        if type(events) is tuple:
+            events = self._initial_events = [dict(event) for event in events]
+        return events
+
+    @initial_events.setter
+    def initial_events(self, events: list[dict]) -> None:
+        self._initial_events = events
 
     @property
     def current_field(self) -> Any:

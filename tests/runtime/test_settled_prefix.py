@@ -44,6 +44,7 @@ def _remembered(cls: type, parser: Any) -> bool:
 
 
 def _state(parser: Any) -> list[tuple[str, Any]]:
+    parser.initial_events  # noqa: B018 (a resumed parser copies its events when they are first read)
     return [(key, value) for key, value in vars(parser).items() if key != "_tools"]
 
 
@@ -62,7 +63,12 @@ def test_a_resumed_parser_is_the_one_the_pass_makes(name: str) -> None:
         for ours, theirs in zip(second.initial_events, first.initial_events):
             assert ours is not theirs
     if name in OPENING:
-        assert _remembered(cls, cls(_cases(name)[0]["prefix"]))
+        prefix = _cases(name)[0]["prefix"]
+        resumed = cls(prefix)
+        assert _remembered(cls, resumed)
+        assert type(vars(resumed)["_initial_events"]) is tuple  # not copied until read
+        assert resumed.initial_events == _fresh(cls, prefix).initial_events
+        assert type(resumed.initial_events) is list and resumed.initial_events is resumed.initial_events
 
 
 @pytest.mark.parametrize("name", OPENING)

@@ -1216,8 +1216,8 @@ class CompiledParser:
     def _rest_hold(self, buf: str, pos: int) -> int:
         """Where the streaming scan of the state just entered would hold from, when it would commit nothing
         (else -1): nothing is left (no scan commits a match starting at the buffer's end); what is left is a
-        proper prefix of a stem, a partial match there (as `_hold_stem` says), before which nothing can
-        commit; or it starts nothing (`_starts_nothing`), and only a trailing lead run is held. Asked after
+        proper prefix of a stem, or a run and then one for a lead-run delimiter, a partial match there (as
+        `_hold_stem` says), before which nothing can commit; or it starts nothing (`_starts_nothing`), and only a trailing lead run is held. Asked after
         a commit only: a delimiter ending a chunk (`</think>`), followed by text (`<think>d`) or by the
         start of the next (`<|im`) then costs no scan of the new state."""
         left = len(buf) - pos
@@ -1234,7 +1234,8 @@ class CompiledParser:
         if state.start_char is None:
             return -1
         if not self._starts_nothing(rest):
-            return -1
+            # (A run, then a proper prefix of a lead-run delimiter's stem: its partial match, `lead_holds`.)
+            return pos if self._patterns and self._lead_pattern(rest) is not None else -1
         runs = state.runs
         if not runs:
             return len(buf)

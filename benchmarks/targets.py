@@ -82,7 +82,9 @@ def verdict(name: str, shape: str, value: float, tolerance: float) -> tuple[floa
 # before guarded branches had a fast path), and reports the aims.
 PRESET_FLOORS = {
     **{
-        f"{workload} {length}": 1.5 for workload in ("stream-4", "stream-token") for length in ("500", "2000")
+        f"{workload} {length}": floor
+        for workload in ("stream-4", "stream-token")
+        for length, floor in (("short", 2.0), ("500", 2.5), ("2000", 3.0))
     },
     **{f"parse {length}": 6.0 for length in ("short", "500", "2000")},
 }

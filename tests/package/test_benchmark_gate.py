@@ -105,14 +105,16 @@ def test_the_preset_floor_fails_a_stream_near_transformers_speed(tmp_path: Path)
     fine = {key: 4.5 if key.startswith("stream") else 6.5 for key in PRESET_FLOORS}
     passed = _presets_run(tmp_path, fine)
     assert passed.returncode == 0, passed.stdout
-    assert "ok     qwen3 5.24: floors met; 7 of 9 ratios reach the aims" in passed.stdout
+    assert "ok     qwen3 5.24: floors met; 9 of 9 ratios reach the aims" in passed.stdout
     whole = _presets_run(tmp_path, {**fine, "parse short": 4.5})  # whole messages: 6x, less 20%
     assert whole.returncode == 1
     assert "MISSED llama3_json 5.24: parse short 4.50 (floor 6x)" in whole.stdout, whole.stdout
-    within = _presets_run(tmp_path, {**fine, "stream-4 2000": 1.3})  # 1.5x less 20%: 1.2x passes
+    within = _presets_run(tmp_path, {**fine, "stream-4 2000": 2.5})  # 3x less 20%: 2.4x passes
     assert within.returncode == 0, within.stdout
-    slow = _presets_run(tmp_path, {**fine, "stream-token 500": 1.1})
+    slow = _presets_run(tmp_path, {**fine, "stream-token 500": 1.9})  # 2.5x less 20%: 2x
     assert slow.returncode == 1
-    assert slow.stdout.startswith("MISSED llama3_json 5.24: stream-token 500 1.10"), slow.stdout
+    assert slow.stdout.startswith("MISSED llama3_json 5.24: stream-token 500 1.90 (floor 2.5x)"), slow.stdout
+    short = _presets_run(tmp_path, {**fine, "stream-4 short": 1.5})  # 2x less 20%: 1.6x
+    assert short.returncode == 1 and "stream-4 short 1.50 (floor 2x)" in short.stdout, short.stdout
     missing = _presets_run(tmp_path, {key: 4.5 for key in list(PRESET_FLOORS)[1:]})
     assert missing.returncode == 1  # a floor the run did not measure counts as missed

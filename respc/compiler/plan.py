@@ -31,7 +31,7 @@ from respc.compiler.analysis import (
     match_first_chars,
     may_match_empty,
     rare_char,
-    reads_before,
+    reads_back,
     run_tail,
     split_lead,
     stable_end,
@@ -163,9 +163,15 @@ class Delimiter:
     def memo(self) -> bool:
         """Whether the parser may remember which held texts are (or are not) a partial match of the whole
         pattern (`LazyRegex(memo=True)`, `respc.runtime.scan.partial_held`): only for a pattern whose
-        search from a position reads nothing before it (`reads_before`), so that the answer is a function
-        of the held text alone."""
-        return self.anchor.literals is None and not reads_before(self.anchor.pattern)
+        search from a position reads a bounded text before it (`reads_back`, `memo_context`), so that the
+        answer is a function of the held text and that much context."""
+        return self.anchor.literals is None and reads_back(self.anchor.pattern) is not None
+
+    @property
+    def memo_context(self) -> int:
+        """How many characters before a held text the memo's key takes (`LazyRegex(context=...)`): 0 for a
+        pattern whose search reads nothing before its start (`reads_before`), else `reads_back`'s bound."""
+        return reads_back(self.anchor.pattern) or 0 if self.memo else 0
 
     @property
     def tail(self) -> tuple[str, str, str, int] | None:

@@ -43,7 +43,7 @@ TRANSFORMERS_TARGET = "5.24"
 
 # Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL (compiled
 # on first use: importing `regex` costs more than the rest of this module).
-REASONING_CONTENT_OPEN_RE = LazyRegex(r"(?:^|<think>\s*)")
+REASONING_CONTENT_OPEN_RE = LazyRegex(r"(?:^|<think>\s*)", memo=True, context=1)
 REASONING_CONTENT_CLOSE = "</think>"
 REASONING_CONTENT_CLOSE_LENGTH = len(REASONING_CONTENT_CLOSE)
 CONTENT_OPEN = "<response>\n"

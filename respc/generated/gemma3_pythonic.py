@@ -43,7 +43,7 @@ TRANSFORMERS_TARGET = "5.24"
 
 # Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL (compiled
 # on first use: importing `regex` costs more than the rest of this module).
-TOOL_CALLS_OPEN_RE = LazyRegex(r"(?:^|\n\n)(?=\[[A-Za-z_])")
+TOOL_CALLS_OPEN_RE = LazyRegex(r"(?:^|\n\n)(?=\[[A-Za-z_])", memo=True, context=1)
 TOOL_CALLS_CLOSE = ("<end_of_turn>", "<eos>")
 CONTENT_CLOSE = ("<end_of_turn>", "<eos>")
 CONTENT_CLOSE_LENGTH = len(CONTENT_CLOSE[0])

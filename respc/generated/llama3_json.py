@@ -58,7 +58,9 @@ TRANSFORMERS_TARGET = "5.24"
 # Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL (compiled
 # on first use: importing `regex` costs more than the rest of this module).
 TOOL_CALLS_OPEN_RE = LazyRegex(
-    r'^\s*(?:<\|python_tag\|>\s*)?(?=\{\s*(?:"type"\s*:\s*"function"\s*,\s*)?"name"\s*:\s*"[^"\\]*"\s*,\s*"parameters"\s*:)|(?<=;)\s*(?=\{\s*(?:"type"\s*:\s*"function"\s*,\s*)?"name"\s*:\s*"[^"\\]*"\s*,\s*"parameters"\s*:)'
+    r'^\s*(?:<\|python_tag\|>\s*)?(?=\{\s*(?:"type"\s*:\s*"function"\s*,\s*)?"name"\s*:\s*"[^"\\]*"\s*,\s*"parameters"\s*:)|(?<=;)\s*(?=\{\s*(?:"type"\s*:\s*"function"\s*,\s*)?"name"\s*:\s*"[^"\\]*"\s*,\s*"parameters"\s*:)',
+    memo=True,
+    context=2,
 )
 TOOL_CALLS_CLOSE_RE = LazyRegex(
     r'\s*;(?=\s*\{\s*(?:"type"\s*:\s*"function"\s*,\s*)?"name"\s*:\s*"[^"\\]*"\s*,\s*"parameters"\s*:)|<\|eom_id\|>|<\|eot_id\|>',

@@ -43,7 +43,7 @@ TRANSFORMERS_TARGET = "5.24"
 
 # Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL (compiled
 # on first use: importing `regex` costs more than the rest of this module).
-TOOL_CALLS_OPEN_RE = LazyRegex(r"^(?=\[)")
+TOOL_CALLS_OPEN_RE = LazyRegex(r"^(?=\[)", memo=True, context=1)
 TOOL_CALLS_CLOSE = ("<|eot_id|>", "<|eom_id|>")
 CONTENT_CLOSE = ("<|eot_id|>", "<|eom_id|>")
 CONTENT_CLOSE_LENGTH = len(CONTENT_CLOSE[0])

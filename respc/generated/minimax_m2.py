@@ -58,7 +58,9 @@ REASONING_CONTENT_OPEN = "<think>"
 REASONING_CONTENT_OPEN_LENGTH = len(REASONING_CONTENT_OPEN)
 REASONING_CONTENT_CLOSE = "</think>"
 REASONING_CONTENT_CLOSE_LENGTH = len(REASONING_CONTENT_CLOSE)
-TOOL_CALLS_OPEN_RE = LazyRegex(r'(?:\s*<minimax:tool_call>|(?<=</invoke>))\s*<invoke name="(?P<name>[^"]+)">')
+TOOL_CALLS_OPEN_RE = LazyRegex(
+    r'(?:\s*<minimax:tool_call>|(?<=</invoke>))\s*<invoke name="(?P<name>[^"]+)">', memo=True, context=10
+)
 TOOL_CALLS_CLOSE = "</invoke>"
 TOOL_CALLS_CLOSE_LENGTH = len(TOOL_CALLS_CLOSE)
 # What CONTENT_CLOSE_RE matches after its lead run, in the order a match at one position tries them.

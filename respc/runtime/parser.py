@@ -41,7 +41,7 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from respc.runtime.contract import STEM_LIMIT, check_contract
-from respc.runtime.scan import LazyRegex, held_pattern, lead_holds, partial_at, partial_held, run_start
+from respc.runtime.scan import LazyRegex, held_pattern, lead_holds, partial_held, run_start
 from respc.runtime.tools import coerce_tool_calls, tool_params
 
 TYPE_CHECKING = False  # typing costs ~5 ms to import: keep it off a generated module's import path
@@ -691,7 +691,7 @@ class CompiledParser:
                     self._held = grown
                     return []
                 known = pattern.partials
-                if known is not None and known.get(grown):
+                if known is not None and not pattern.context and known.get(grown):
                     self._buf += text  # remembered as a partial match (`partial_held`)
                     self._held = grown
                     return []
@@ -744,9 +744,10 @@ class CompiledParser:
         so each chunk takes that one partial search instead of the pass's search of every delimiter."""
         if self._mode == _PENDING and text:
             buf = self._buf + text  # a non-str chunk raises TypeError here, as upstream's concatenation
-            if partial_at(self._held_pattern, buf, self._pos):
+            held = self._held + text
+            if partial_held(self._held_pattern, buf, self._pos, held):
                 self._buf = buf
-                self._held += text
+                self._held = held
                 return []
         return self._pass(text) if self._mode == _PENDING else self._installed(text)
 
@@ -835,9 +836,10 @@ class CompiledParser:
             # (Not for templates whose opens' keys may not compare: the oracle's pass compares those of
             # complete matches even beside a pending one, and may raise there, `_break_tie`.)
             if self._patterns and not self.UNORDERED:
+                rest = buf[pos:]
                 for pattern in self._patterns:
-                    if partial_at(pattern, buf, pos):
-                        self._held, self._held_pattern = buf[pos:], pattern
+                    if partial_held(pattern, buf, pos, rest):
+                        self._held, self._held_pattern = rest, pattern
                         self._mode = _PENDING
                         self.feed = self._feed_pending
                         return

@@ -87,9 +87,11 @@ class LazyRegex:
     head: LazyRegex | None = None
     tail: tuple[str, str, int] = ("", "", 0)  # (literal, stops, least) after the head
     holds = None  # (an `AfterHead`'s test)
-    # A pattern whose search reads nothing before where it starts (`respc.compiler.plan.Delimiter.memo`)
-    # keeps which held texts are its partial match and which are not (`partial_held`).
-    partials: dict[str, bool] | None = None
+    # A pattern whose search reads at most `context` characters before where it starts (0: nothing;
+    # `respc.compiler.plan.Delimiter.memo`) keeps which held texts, with that context, are its partial
+    # match and which are not (`partial_held`).
+    partials: dict[Any, bool] | None = None
+    context = 0
 
     def __init__(
         self,
@@ -99,11 +101,14 @@ class LazyRegex:
         lead: frozenset[str] | None = None,
         tail: tuple[str, str, str, int] | None = None,
         memo: bool = False,
+        context: int = 0,
     ) -> None:
         self.pattern = pattern
         self.dotall = dotall
         if memo:
             self.partials = {}
+            if context:
+                self.context = context
         if stems:
             self.stems = stems
             self.longest = max(map(len, stems))
@@ -149,7 +154,7 @@ class AfterHead:
     pattern's) when it says no.
     """
 
-    __slots__ = ("least", "literal", "offset", "partials", "stops", "whole")
+    __slots__ = ("context", "least", "literal", "offset", "partials", "stops", "whole")
     stems: tuple[str, ...] = ()  # the attributes the parser reads of every held pattern
     lead = None
     head = None
@@ -159,6 +164,7 @@ class AfterHead:
         self.literal, self.stops, self.least = whole.tail
         self.offset = offset
         self.partials = whole.partials
+        self.context = whole.context
 
     def holds(self, held: str) -> bool:
         """Whether `held` (the text from the partial match's start) is still a partial match of it."""
@@ -363,19 +369,24 @@ _MEMO_TEXT, _MEMO_SIZE = 256, 512
 
 def partial_held(pattern: Any, buf: str, pos: int, held: str) -> bool:
     """`partial_at(pattern, buf, pos)`, where `held` is `buf[pos:]`; for a pattern with a memo
-    (`LazyRegex.partials`), remembered by `held`: such a pattern's search from `pos` reads nothing
-    before it, so the answer is a function of `held` alone (each recurring held text costs one dict
-    lookup instead of a partial search)."""
+    (`LazyRegex.partials`), remembered by `held` and the `context` characters before it: such a
+    pattern's search from `pos` reads nothing further back (and a start anchor can hold only where `pos`
+    is 0, which a key nearer the start records), so the answer is a function of the key (each recurring
+    held text costs one dict lookup instead of a partial search). The key is the text itself for a
+    pattern that reads nothing before its start; a longer text, or a tuple, never equals such a key of
+    another pattern's, and each pattern has its own memo anyway."""
     known = pattern.partials
     if known is None:
         return partial_at(pattern, buf, pos)
-    found = known.get(held)
+    back = pattern.context
+    key: Any = held if not back else buf[pos - back :] if pos >= back else (pos, buf)
+    found = known.get(key)
     if found is None:
         found = partial_at(pattern, buf, pos)
         if len(held) <= _MEMO_TEXT:
             if len(known) >= _MEMO_SIZE:
                 known.clear()
-            known[held] = found
+            known[key] = found
     return found
 
 

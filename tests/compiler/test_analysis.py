@@ -14,6 +14,7 @@ from respc.compiler.analysis import (
     first_chars,
     literal_prefix,
     may_match_empty,
+    reads_back,
     reads_before,
     split_lead,
 )
@@ -137,6 +138,45 @@ def test_a_pattern_that_reads_nothing_before_holds_text_whatever_precedes_it(
         return
     alone = partial_at(compiled, held, 0)
     assert partial_at(compiled, before + held, len(before)) == alone, (pattern, before, held)
+
+
+@settings(SETTINGS, max_examples=2_000)
+@example(pattern="(?<=ab)c", far="b", near="xa", held="c")
+@example(pattern="(?<=(?<=a)b)c", far="x", near="ab", held="c")
+@example(pattern="^a", far="", near="b", held="a")
+@example(pattern=r"\bb", far="", near="a", held="b")
+@given(
+    pattern=_plain_patterns(),
+    far=st.text(alphabet=ALPHABET, max_size=3),
+    near=st.text(alphabet=ALPHABET, max_size=4),
+    held=TEXTS,
+)
+def test_a_pattern_holds_text_whatever_precedes_what_reads_back_bounds(
+    pattern: str, far: str, near: str, held: str
+) -> None:
+    """The memo of held texts with a context (`partial_held`): for a pattern that `reads_back` bounds by
+    `n`, whether the text from a position is a partial match there is the same after any text that ends
+    with the same `n` characters (or, nearer the start, after the same text)."""
+    compiled = _compiles(pattern)
+    assume(compiled is not None)
+    back = reads_back(pattern)
+    if back is None:
+        return
+    near = near[len(near) - back :] if back else ""  # the context the key keeps
+    if len(near) < back:
+        far = ""  # nearer the start the key is the whole text
+    kept = partial_at(compiled, near + held, len(near))
+    assert partial_at(compiled, far + near + held, len(far + near)) == kept, (pattern, far, near, held)
+
+
+def test_how_far_back_a_pattern_reads() -> None:
+    assert reads_back(r"\s*<tool_call>") == 0
+    assert reads_back(r"^\s*x|(?<=;)\s*y") == 2  # a start anchor, and one character behind
+    assert reads_back(r"(?:\s*<m>|(?<=</invoke>))\s*<invoke") == 10
+    assert reads_back(r"(?<=(?<=a)bc)d") == 4  # a lookbehind within one reads further back
+    assert reads_back(r"(?<=a+)b") is None  # the `regex` module's unbounded lookbehind
+    assert reads_back(r"(?<=" + "a" * 70 + ")b") is None
+    assert reads_back(r"(?r)a") is None  # outside the syntax the analyses read
 
 
 def test_what_reads_before_a_position() -> None:

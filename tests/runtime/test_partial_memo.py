@@ -1,6 +1,7 @@
-"""The memo of held texts (`respc.runtime.scan.partial_held`): a regex delimiter whose search reads nothing
-before where it starts (`Delimiter.memo`) remembers which held texts are its partial match, so a server
-that parses one model's output searches each recurring opener prefix once, not once per feed."""
+"""The memo of held texts (`respc.runtime.scan.partial_held`): a regex delimiter whose search reads a
+bounded text before where it starts (`Delimiter.memo`, `reads_back`) remembers which held texts, with that
+much context, are its partial match, so a server that parses one model's output searches each recurring
+opener prefix once, not once per feed."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from support.compare import FIXTURES, assert_same, chunkings, oracle_stream
 from support.oracles import stream_trace
 
 import respc
-from respc.runtime import parser as parser_module
 from respc.runtime import scan
 
 
@@ -34,9 +34,6 @@ def test_a_second_stream_takes_no_partial_search_for_the_held_texts_of_the_first
     partial_at = scan.partial_at
     monkeypatch.setattr(
         scan, "partial_at", lambda p, b, pos: searched.append(b[pos:]) or partial_at(p, b, pos)
-    )
-    monkeypatch.setattr(
-        parser_module, "partial_at", lambda p, b, pos: searched.append(b[pos:]) or partial_at(p, b, pos)
     )
     for pattern in module.ResponseParser.PATTERNS:
         if pattern.partials is not None:
@@ -63,12 +60,30 @@ def test_the_memo_keeps_short_texts_and_starts_afresh_when_full() -> None:
     assert not scan.partial_held(pattern, "<b>", 0, "<b>") and pattern.partials["<b>"] is False
 
 
-def test_patterns_that_read_before_their_start_keep_no_memo() -> None:
-    assert respc.load_preset("minimax_m2").TOOL_CALLS_OPEN_RE.partials is None  # (?<=</invoke>)
-    assert respc.load_preset("llama3_json").TOOL_CALLS_OPEN_RE.partials is None  # ^...|(?<=;)...
+def test_patterns_that_read_before_their_start_keep_their_context_in_the_key() -> None:
+    assert respc.load_preset("minimax_m2").TOOL_CALLS_OPEN_RE.context == 10  # (?<=</invoke>)
+    assert respc.load_preset("llama3_json").TOOL_CALLS_OPEN_RE.context == 2  # ^...|(?<=;)...
+    pattern = scan.LazyRegex(r"(?:\s*<m>|(?<=</invoke>))\s*<invoke", memo=True, context=10)
+    assert scan.partial_held(pattern, "x</invoke>\n<inv", 10, "\n<inv")
+    assert not scan.partial_held(pattern, "x</other>\n\n<inv", 10, "\n<inv")  # same held text, no guard
+    assert scan.partial_held(pattern, "yyx</invoke>\n<inv", 12, "\n<inv")  # the first's key: ten before
+    assert len(pattern.partials) == 2
+    anchored = scan.LazyRegex(r"^\s*<a>", memo=True, context=1)
+    assert scan.partial_held(anchored, " <", 0, " <")  # at the start, where `^` holds...
+    assert not scan.partial_held(anchored, "x <", 1, " <")  # ...and past it, with the same held text
+    assert scan.partial_held(anchored, " <", 0, " <")
 
 
-@pytest.mark.parametrize("name", ["step3", "kimi_k2", "deepseek_v3", "inkling", "qwen3_5"])
+def test_a_pattern_that_reads_back_without_bound_keeps_no_memo() -> None:
+
+    template = {"start_anchor": "S", "fields": {"content": {"open_pattern": "(?<=a+)b", "close": "c"}}}
+    module = respc.compile_template(template)
+    assert module.CONTENT_OPEN_RE.partials is None
+
+
+@pytest.mark.parametrize(
+    "name", ["step3", "kimi_k2", "deepseek_v3", "inkling", "qwen3_5", "minimax_m2", "llama3_json", "llama4"]
+)
 def test_streams_agree_with_transformers_with_a_warm_memo(name: str) -> None:
     module = respc.load_preset(name)
     cases = json.loads((FIXTURES / "presets" / f"{name}.json").read_text(encoding="utf-8"))

@@ -21,7 +21,7 @@ an unsure empty match refuses the template, an unsure lead split keeps the plain
 
 from respc.compiler.analysis.backtracking import backtracking_risk
 from respc.compiler.analysis.empty import empty_together, may_match_empty
-from respc.compiler.analysis.guards import LOOKS_BACK, guarded, reads_before
+from respc.compiler.analysis.guards import LOOKS_BACK, guarded, reads_back, reads_before
 from respc.compiler.analysis.lead import branch_lead, literal_run, split_lead
 from respc.compiler.analysis.rare import rare_char
 from respc.compiler.analysis.stable import stable_end
@@ -54,6 +54,7 @@ __all__ = [
     "match_first_chars",
     "may_match_empty",
     "rare_char",
+    "reads_back",
     "reads_before",
     "run_tail",
     "split_lead",

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 from respc.compiler.analysis.syntax import is_plain, parse, plain_items
 
-__all__ = ["LOOKS_BACK", "guarded", "reads_before", "split_branches"]
+__all__ = ["LOOKS_BACK", "guarded", "reads_back", "reads_before", "split_branches"]
 
 # Syntax that looks behind the scan position, or changes how far back a boundary looks (a guard's own
 # lookbehind is set aside before this is asked).
@@ -71,6 +71,47 @@ def reads_before(pattern: str) -> bool:
     (`respc.runtime.scan.partial_held`)."""
     items = plain_items(pattern)
     return items is None or _reads_before(items)
+
+
+# The most characters before a search's start that `reads_back` bounds (a longer lookbehind: unbounded).
+_FARTHEST = 64
+
+
+def reads_back(pattern: str) -> int | None:
+    """How many characters before a search's start position what the search of `pattern` finds may
+    depend on: 0 when it reads nothing there (`reads_before` is False); else one (an anchor at the start
+    or a boundary reads whether a character is there, and which) plus the widest every lookbehind can read,
+    summed (a lookbehind within one reads further back). None when unbounded or unknown. From the start
+    position `p`, a match starting at `q >= p` reads back no further than `p` less that bound, and `^`
+    can hold only when `p` is 0: the search's result is a function of the text from `p` less the bound
+    (or of the whole text and `p`, nearer the start), which the parser remembers
+    (`respc.runtime.scan.partial_held`)."""
+    items = plain_items(pattern)
+    if items is None:
+        return None
+    if not _reads_before(items):
+        return 0
+    widest = _lookbehind_widths(items)
+    return None if widest is None or widest > _FARTHEST else 1 + widest
+
+
+def _lookbehind_widths(items: list) -> int | None:
+    """The sum of the widest match of every lookbehind in `items` (None: one is unbounded)."""
+    total = 0
+    for op, av in items:
+        if str(op) in ("ASSERT", "ASSERT_NOT") and av[0] < 0:
+            widest = av[1].getwidth()[1]
+            if widest > _FARTHEST:
+                return None
+            total += widest
+        for part in av if isinstance(av, (list, tuple)) else ():
+            for sub in part if isinstance(part, list) else (part,):
+                if hasattr(sub, "data"):
+                    inner = _lookbehind_widths(sub.data)
+                    if inner is None:
+                        return None
+                    total += inner
+    return total
 
 
 def _reads_before(items: list) -> bool:

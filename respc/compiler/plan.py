@@ -418,6 +418,13 @@ class State:
         )
 
     @property
+    def watch(self) -> bool:
+        """Whether the state's row lists its watched delimiters (`State.watch`, in the tie-break order): for
+        a state watching a regex delimiter, whose held partial match, once complete, the runtime commits
+        after testing only the others at its start (`CompiledParser._commit_held`)."""
+        return not self.general and bool(self.patterns)
+
+    @property
     def table_literals(self) -> tuple[str, ...]:
         return tuple(literal for literal, _, _ in self.literal_table or ())
 

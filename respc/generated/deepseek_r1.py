@@ -381,6 +381,11 @@ class ResponseParser(CompiledParser):
                 TOOL_CALLS_OPEN_WHOLE,
                 CONTENT_CLOSE_WHOLE,
             ),
+            watch=(
+                ((REASONING_CONTENT_OPEN,), True, "reasoning_content", False),
+                (TOOL_CALLS_OPEN_WHOLE, True, "tool_calls", True),
+                (CONTENT_CLOSE_WHOLE, False, "content", False),
+            ),
         ),
         "reasoning_content": State(
             mode="plain",

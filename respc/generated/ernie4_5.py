@@ -334,6 +334,11 @@ class ResponseParser(CompiledParser):
                 "<think>",
             ),
             patterns=(REASONING_CONTENT_OPEN_RE,),
+            watch=(
+                ((CONTENT_OPEN,), True, "content", False),
+                (REASONING_CONTENT_OPEN_RE, True, "reasoning_content", True),
+                ((TOOL_CALLS_OPEN,), True, "tool_calls", False),
+            ),
         ),
         "reasoning_content": State(
             mode="plain",
@@ -348,6 +353,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_content,
             start_char="<\n",
             patterns=(CONTENT_CLOSE_RE,),
+            watch=((CONTENT_CLOSE_RE, False, "content", False),),
         ),
         "tool_calls": State(
             mode="plain",

@@ -307,6 +307,11 @@ class ResponseParser(CompiledParser):
                 "<eos>",
             ),
             patterns=(TOOL_CALLS_OPEN_RE,),
+            watch=(
+                ((REASONING_CONTENT_OPEN,), True, "reasoning_content", False),
+                (TOOL_CALLS_OPEN_RE, True, "tool_calls", False),
+                (CONTENT_CLOSE, False, "content", False),
+            ),
         ),
         "reasoning_content": State(
             mode="plain",

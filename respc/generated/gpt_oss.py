@@ -353,6 +353,11 @@ class ResponseParser(CompiledParser):
                 CONTENT_OPEN,
             ),
             patterns=(TOOL_CALLS_OPEN_RE,),
+            watch=(
+                ((CONTENT_OPEN,), True, "content", False),
+                ((REASONING_CONTENT_OPEN,), True, "reasoning_content", False),
+                (TOOL_CALLS_OPEN_RE, True, "tool_calls", True),
+            ),
         ),
         "reasoning_content": State(
             mode="plain",

@@ -278,6 +278,11 @@ class ResponseParser(CompiledParser):
                 REASONING_CONTENT_OPEN_RE,
                 TOOL_CALLS_OPEN_RE,
             ),
+            watch=(
+                (CONTENT_OPEN_RE, True, "content", True),
+                (REASONING_CONTENT_OPEN_RE, True, "reasoning_content", True),
+                (TOOL_CALLS_OPEN_RE, True, "tool_calls", True),
+            ),
         ),
         "reasoning_content": State(
             mode="plain",

@@ -226,6 +226,10 @@ class ResponseParser(CompiledParser):
                 TOOL_CALLS_OPEN_WHOLE,
                 CONTENT_CLOSE_WHOLE,
             ),
+            watch=(
+                (TOOL_CALLS_OPEN_WHOLE, True, "tool_calls", False),
+                (CONTENT_CLOSE_WHOLE, False, "content", False),
+            ),
         ),
         "tool_calls": State(
             mode="plain",

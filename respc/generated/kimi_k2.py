@@ -305,6 +305,11 @@ class ResponseParser(CompiledParser):
                 TOOL_CALLS_OPEN_WHOLE,
                 CONTENT_CLOSE_WHOLE,
             ),
+            watch=(
+                ((REASONING_CONTENT_OPEN,), True, "reasoning_content", False),
+                (TOOL_CALLS_OPEN_WHOLE, True, "tool_calls", True),
+                (CONTENT_CLOSE_WHOLE, False, "content", False),
+            ),
         ),
         "reasoning_content": State(
             mode="plain",
@@ -312,6 +317,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_reasoning_content,
             start_char="<",
             patterns=(REASONING_CONTENT_CLOSE_RE,),
+            watch=((REASONING_CONTENT_CLOSE_RE, False, "reasoning_content", True),),
         ),
         "tool_calls": State(
             mode="plain",

@@ -246,6 +246,10 @@ class ResponseParser(CompiledParser):
                 TOOL_CALLS_OPEN_RE,
                 CONTENT_CLOSE_WHOLE,
             ),
+            watch=(
+                (TOOL_CALLS_OPEN_RE, True, "tool_calls", True),
+                (CONTENT_CLOSE_WHOLE, False, "content", False),
+            ),
         ),
         "tool_calls": State(
             mode="lead",
@@ -254,6 +258,7 @@ class ResponseParser(CompiledParser):
             start_char=";<",
             runs=(RUN_WHITESPACE,),
             patterns=(TOOL_CALLS_CLOSE_RE,),
+            watch=((TOOL_CALLS_CLOSE_RE, False, "tool_calls", True),),
             dirty=True,
         ),
     }

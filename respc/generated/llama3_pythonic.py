@@ -195,6 +195,10 @@ class ResponseParser(CompiledParser):
                 "<|eot_id|>",
             ),
             patterns=(TOOL_CALLS_OPEN_RE,),
+            watch=(
+                (TOOL_CALLS_OPEN_RE, True, "tool_calls", True),
+                (TOOL_CALLS_CLOSE, False, "content", False),
+            ),
         ),
         "tool_calls": State(
             mode="plain",

@@ -196,6 +196,10 @@ class ResponseParser(CompiledParser):
                 "<|eot|>",
             ),
             patterns=(TOOL_CALLS_OPEN_RE,),
+            watch=(
+                (TOOL_CALLS_OPEN_RE, True, "tool_calls", True),
+                (CONTENT_CLOSE, False, "content", False),
+            ),
         ),
         "tool_calls": State(
             mode="plain",

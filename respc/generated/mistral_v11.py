@@ -356,6 +356,11 @@ class ResponseParser(CompiledParser):
                 CONTENT_CLOSE,
             ),
             patterns=(TOOL_CALLS_OPEN_RE,),
+            watch=(
+                (REASONING_CONTENT_OPEN, True, "reasoning_content", False),
+                (TOOL_CALLS_OPEN_RE, True, "tool_calls", True),
+                ((CONTENT_CLOSE,), False, "content", False),
+            ),
         ),
         "reasoning_content": State(
             mode="plain",
@@ -373,6 +378,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_tool_calls,
             start_char="<[",
             patterns=(TOOL_CALLS_CLOSE_RE,),
+            watch=((TOOL_CALLS_CLOSE_RE, False, "tool_calls", True),),
             dirty=True,
         ),
     }

@@ -271,6 +271,10 @@ class ResponseParser(CompiledParser):
                 TOOL_CALLS_OPEN_WHOLE,
                 CONTENT_CLOSE_WHOLE,
             ),
+            watch=(
+                (TOOL_CALLS_OPEN_WHOLE, True, "tool_calls", True),
+                (CONTENT_CLOSE_WHOLE, False, "content", False),
+            ),
         ),
         "tool_calls": State(
             mode="plain",

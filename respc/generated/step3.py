@@ -361,6 +361,11 @@ class ResponseParser(CompiledParser):
                 TOOL_CALLS_OPEN_WHOLE,
                 CONTENT_CLOSE_WHOLE,
             ),
+            watch=(
+                ((REASONING_CONTENT_OPEN,), True, "reasoning_content", False),
+                (TOOL_CALLS_OPEN_WHOLE, True, "tool_calls", True),
+                (CONTENT_CLOSE_WHOLE, False, "content", False),
+            ),
         ),
         "reasoning_content": State(
             mode="plain",
@@ -376,6 +381,7 @@ class ResponseParser(CompiledParser):
             start_char="<",
             stems=(TOOL_CALLS_CLOSE_PREFIX,),
             patterns=(TOOL_CALLS_CLOSE_RE,),
+            watch=((TOOL_CALLS_CLOSE_RE, False, "tool_calls", False),),
             dirty=True,
         ),
     }

@@ -54,6 +54,11 @@ class State:
       above leave those branches out: they hold only past the buffer's start, where none of these
       characters is in the text looked at nor just before it.
     - `dirty`: the flag of the chunks routed in this state.
+    - `watch`: every watched delimiter, in the scan's tie-break order, as `(delimiter, is_open, field,
+      recheck)`: the delimiter a regex's whole pattern or a tuple of literals; `recheck`, whether a regex
+      match ending before the edge is final only if it survives extension (5.24). Given for states with a
+      regex delimiter: once a held partial match of one completes, the others are tested at its start
+      only (`CompiledParser._commit_held`), not searched.
 
     `start_char` may hold several characters (up to three): the fast modes then test a chunk for each,
     and for the guard characters too.
@@ -72,6 +77,7 @@ class State:
         "starters",
         "starts",
         "stems",
+        "watch",
         "watched",
     )
 
@@ -89,6 +95,7 @@ class State:
         patterns: tuple[Any, ...] = (),
         guard: str | None = None,
         dirty: bool = False,
+        watch: tuple[tuple[Any, bool, Any, bool], ...] = (),
         **retired: Any,
     ) -> None:
         # `retired`: a row written for an older contract (its keys, such as `partials`) is accepted here so
@@ -104,6 +111,7 @@ class State:
         self.patterns = patterns
         self.guard = guard
         self.dirty = dirty
+        self.watch = watch
         # What entering the state sets, in the order `CompiledParser._reset` and `_open` unpack it: one
         # unpack instead of eight attribute reads, since a whole-message parse changes state at every
         # delimiter. With it, the one run class of mode lead and the proper prefixes of the stems, as a

@@ -41,7 +41,17 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from respc.runtime.contract import STEM_LIMIT, check_contract
-from respc.runtime.scan import LazyRegex, held_pattern, lead_holds, partial_held, run_start
+from respc.runtime.scan import (
+    AfterHead,
+    LazyRegex,
+    held_pattern,
+    lead_holds,
+    partial_held,
+    remember_held,
+    run_start,
+    scan_pattern,
+    starts_at,
+)
 from respc.runtime.tools import coerce_tool_calls, tool_params
 
 TYPE_CHECKING = False  # typing costs ~5 ms to import: keep it off a generated module's import path
@@ -681,6 +691,11 @@ class CompiledParser:
                 # complete, which its partial search tells more cheaply than a pass.
                 pattern = self._held_pattern = self._stem_pattern(held)  # (kept while it holds)
             if pattern is not None:
+                known = pattern.partials
+                if known is not None and not pattern.context and known.get(grown):
+                    self._buf += text  # remembered as a partial match (`partial_held`): a dict lookup
+                    self._held = grown
+                    return []
                 if pattern.lead is not None and len(grown) <= pattern.longest and lead_holds(pattern, grown):
                     self._buf += text
                     self._held = grown
@@ -689,11 +704,8 @@ class CompiledParser:
                 if holds is not None and holds(grown):
                     self._buf += text  # the head has matched, the tail still may: a partial match
                     self._held = grown
-                    return []
-                known = pattern.partials
-                if known is not None and not pattern.context and known.get(grown):
-                    self._buf += text  # remembered as a partial match (`partial_held`)
-                    self._held = grown
+                    if known is not None and not pattern.context:
+                        remember_held(known, grown, True, len(grown))  # (the partial search's answer)
                     return []
                 buf = self._buf + text
                 if partial_held(pattern, buf, self._pos, grown):
@@ -707,6 +719,19 @@ class CompiledParser:
                         # head, `(?:<|message_model|>)?`, matches nothing until it is whole).
                         self._held_pattern = held_pattern(pattern.whole, buf, self._pos)
                     return []
+                commit = self._commit_held(pattern, buf)
+                if commit is not None:
+                    return self._pass(text, False, commit)
+                pos = self._pos
+                whole = pattern.whole if type(pattern) is AfterHead else pattern
+                for other in self._patterns:
+                    if other is not whole and partial_held(other, buf, pos, grown):
+                        # Another watched delimiter's partial match holds the text (inkling's three openers
+                        # share `<|content_`): the pass would hold it all too, so it goes on held by that.
+                        self._buf = buf
+                        self._held = grown
+                        self._held_pattern = other if other.head is None else held_pattern(other, buf, pos)
+                        return []
             for stem in self._stems:
                 if stem in grown:
                     return self._pass(text, False)  # a starter is there: `_skips_scan` would say no
@@ -749,7 +774,43 @@ class CompiledParser:
                 self._buf = buf
                 self._held = held
                 return []
+            commit = self._commit_held(self._held_pattern, buf)
+            if commit is not None:
+                return self._pass(text, False, commit)
         return self._pass(text) if self._mode == _PENDING else self._installed(text)
+
+    def _commit_held(self, pattern: Any, buf: str) -> tuple | None:
+        """The commit of the oracle's next pass over `buf` (the buffer, chunk added) when the held text, a
+        partial match of the regex delimiter `pattern` at the scan position, has become its complete
+        match there, final, and no other watched delimiter (`State.watch`) has a match or a partial match
+        starting there; else None (the pass then scans). Then the pass commits it: the oracle's best is
+        the leftmost candidate (every other starts later), before every hold (each starts later too),
+        and its partial search of `pattern` from there finds that match, the leftmost complete one. So
+        only the others' starts are tested (one anchored match each), not searched for through the
+        buffer. (Not for templates whose opens' keys may not compare, whose ties the pass replays.)"""
+        watch = self.STATES[self._current].watch
+        if not watch or self.UNORDERED:
+            return None
+        whole = pattern.whole if type(pattern) is AfterHead else pattern
+        pos = self._pos
+        found = None
+        for delimiter, is_open, field, recheck in watch:
+            if delimiter is whole:
+                # The oracle's candidate (`scan_pattern`): final, not at the edge, where it may grow (quirk
+                # Q19); an empty one is left to the pass, which checks for cycles.
+                candidate = scan_pattern(buf, pos, whole, False, recheck)
+                if candidate is None or candidate[0] != pos or not candidate[2] or candidate[1] == pos:
+                    return None
+                found = (pos, candidate[1], is_open, field, candidate[3])
+            elif type(delimiter) is tuple:
+                # (Defensive: a literal's match or partial match at the held text's start makes that text
+                # a stem's prefix, which mode held tests first and leaves without a held pattern.)
+                for literal in delimiter:
+                    if buf.startswith(literal, pos) or literal.startswith(buf[pos:]):
+                        return None
+            elif starts_at(delimiter, buf, pos):
+                return None
+        return found
 
     def _hold_stem(self, text: str) -> list[dict] | None:
         """Nothing is held and the chunk ends with a proper prefix of a stem (in mode lead's states, perhaps
@@ -796,9 +857,10 @@ class CompiledParser:
         self._trim()
         return events
 
-    def _pass(self, text: str, may_skip: bool = True) -> list[dict]:
+    def _pass(self, text: str, may_skip: bool = True, first: tuple | None = None) -> list[dict]:
         """The general mode's work: route the chunk without a scan when nothing can start in it (nor
-        complete in the held text), else run the oracle's pass; then install the next feed's mode."""
+        complete in the held text), else run the oracle's pass (its first commit `first`, when the caller
+        has found it: `_commit_held`); then install the next feed's mode."""
         if self._finalized:
             raise RuntimeError("ResponseParser already finalized")
         if self._run_pieces:
@@ -811,7 +873,7 @@ class CompiledParser:
             else:
                 if text:
                     self._buf += text
-                self._process(events, False)
+                self._process(events, False, first)
                 self._trim()
             self._settle()
         except BaseException:
@@ -1124,8 +1186,9 @@ class CompiledParser:
 
     # -- the pass --------------------------------------------------------------------------------------
 
-    def _process(self, events: list[dict] | None, eos: bool) -> None:
-        """The oracle's processing pass; `events` is None when nobody will read them."""
+    def _process(self, events: list[dict] | None, eos: bool, first: tuple | None = None) -> None:
+        """The oracle's processing pass; `events` is None when nobody will read them. `first` is the
+        commit its first streaming scan would give, when the caller knows it (`_commit_held`)."""
         buf = self._buf
         pos = self._pos
         hold = len(buf)
@@ -1142,10 +1205,13 @@ class CompiledParser:
             if self.UNORDERED and (self._current is None or self._current == self.IMPLICIT):
                 self._break_tie(buf, pos, eos)
             if not eos:
-                if committed and (rest := self._rest_hold(buf, pos)) >= 0:
+                if first is not None:
+                    commit, first = first, None
+                elif committed and (rest := self._rest_hold(buf, pos)) >= 0:
                     hold = rest  # (what the state's scan would answer, with nothing to commit)
                     break
-                commit, hold = self._scan(buf, pos)
+                else:
+                    commit, hold = self._scan(buf, pos)
             elif pos == len(buf):
                 break  # nothing left: no end-of-stream scan commits a match at the end of the text
             elif far is None or pos >= far_until:

@@ -33,6 +33,7 @@ __all__ = [
     "literal_match",
     "partial_at",
     "partial_start",
+    "remember_held",
     "run_start",
     "scan_first",
     "scan_lead",
@@ -41,6 +42,7 @@ __all__ = [
     "scan_pattern",
     "scan_tail",
     "set_search_timeout",
+    "starts_at",
     "survives_extension",
 ]
 
@@ -276,6 +278,19 @@ def _match(pattern: Any, buf: str, pos: int) -> Any:
         raise _timed_out(pattern) from error
 
 
+def starts_at(pattern: Any, buf: str, pos: int) -> bool:
+    """Whether a complete or partial match of `pattern` starts at `pos` (the `regex` module's partial
+    match there). Where none does, the oracle's partial search from `pos` finds nothing that starts
+    there: what it finds, complete or partial, is a match at its start."""
+    limit = _LIMIT[0]
+    try:
+        if limit is None:
+            return pattern.match(buf, pos, None, None, True) is not None
+        return pattern.match(buf, pos, None, None, True, limit) is not None
+    except TimeoutError as error:
+        raise _timed_out(pattern) from error
+
+
 def partial_at(pattern: Any, buf: str, pos: int) -> bool:
     """Whether the oracle's partial search of `pattern` from `pos` holds the text from `pos`: its result
     starts there and may still grow (partial, or complete up to the end of the buffer, which a streaming
@@ -383,11 +398,17 @@ def partial_held(pattern: Any, buf: str, pos: int, held: str) -> bool:
     found = known.get(key)
     if found is None:
         found = partial_at(pattern, buf, pos)
-        if len(held) <= _MEMO_TEXT:
-            if len(known) >= _MEMO_SIZE:
-                known.clear()
-            known[key] = found
+        remember_held(known, key, found, len(held))
     return found
+
+
+def remember_held(known: dict, key: Any, found: bool, size: int) -> None:
+    """Keep `found` for `key`, of a held text `size` long, in a pattern's memo (`LazyRegex.partials`):
+    texts up to `_MEMO_TEXT` characters; the memo starts afresh when full."""
+    if size <= _MEMO_TEXT:
+        if len(known) >= _MEMO_SIZE:
+            known.clear()
+        known[key] = found
 
 
 def survives_extension(pattern: Any, buf: str, start: int, end: int, match: Any) -> bool:

@@ -317,6 +317,11 @@ class ResponseParser(CompiledParser):
                 CONTENT_OPEN,
             ),
             patterns=(TOOL_CALLS_OPEN_RE,),
+            watch=(
+                ((CONTENT_OPEN,), True, "content", False),
+                ((THINKING_OPEN,), True, "thinking", False),
+                (TOOL_CALLS_OPEN_RE, True, "tool_calls", True),
+            ),
         ),
         "thinking": State(
             mode="plain", scan=_scan_thinking, end_scan=_end_thinking, start_char="<", stems=(THINKING_CLOSE,)

@@ -1,0 +1,142 @@
+"""A held partial match that completes (`CompiledParser._commit_held`): the next pass's first commit is
+found by one partial search of the held delimiter and an anchored match of each other watched delimiter
+at its start, not by the state's scan; and a held text that another watched delimiter's partial match
+holds stays held, without a pass. Each commit it finds is checked against the scan's own, on every
+preset's samples under many chunkings, and every stream against transformers'."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import regex
+from hypothesis import assume, example, given, settings
+from hypothesis import strategies as st
+from support.compare import FIXTURES, assert_same, chunkings, oracle_stream, respc_stream
+from support.oracles import stream_trace
+
+import respc
+from respc.runtime.parser import CompiledParser
+from respc.runtime.scan import starts_at
+
+PRESETS = sorted(path.stem for path in (FIXTURES / "presets").glob("*.json"))
+
+
+def _commits_checked(monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
+    """Record each commit `_commit_held` finds, after checking it is the one the state's scan finds."""
+    found: list[tuple] = []
+    take = CompiledParser._commit_held
+
+    def checked(self: CompiledParser, pattern: Any, buf: str) -> tuple | None:
+        commit = take(self, pattern, buf)
+        if commit is not None:
+            scanned, _ = self._scan(buf, self._pos)
+            assert scanned is not None, (buf, self._pos)
+            assert commit[:4] == scanned[:4], (buf, self._pos, commit, scanned)
+            if commit[4] is not None and scanned[4] is not None:
+                assert commit[4].groupdict() == scanned[4].groupdict()
+            found.append(commit[:4])
+        return commit
+
+    monkeypatch.setattr(CompiledParser, "_commit_held", checked)
+    return found
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_a_held_commit_is_the_scans_and_streams_agree_with_transformers(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    found = _commits_checked(monkeypatch)
+    module = respc.load_preset(name)
+    cases = json.loads((FIXTURES / "presets" / f"{name}.json").read_text(encoding="utf-8"))
+    for index, case in enumerate(cases):
+        prefix = case.get("prefix") or ""
+        for chunks in chunkings(case["text"], seed=index, random_splits=2):
+            ours = stream_trace(lambda prefix=prefix: module.ResponseParser(prefix), chunks)
+            theirs = oracle_stream(module.TEMPLATE, prefix, chunks)
+            assert_same(ours, theirs, module.TEMPLATE, f"{name}[{index}] {chunks!r}")
+    if name in ("inkling", "step3", "gemma4", "qwen3_5", "minimax_m2"):
+        assert found  # (the path is taken where openers are regexes)
+
+
+# Two regex opens that share a start (and declare no stems, so the held text is held by a pattern): held
+# by `\Wa>`, `<a>b` completes it where `\Wa>b+c` is still a partial match, so the pass holds, and
+# commits nothing.
+SHARED = {
+    "start_anchor": "S",
+    "fields": {
+        "one": {"open_pattern": r"\Wa>", "close": "</a>"},
+        "two": {"open_pattern": r"\Wa>b+c", "close": "</b>"},
+        "content": {"close": "<|end|>"},
+    },
+}
+
+
+@pytest.mark.parametrize(
+    "text", ["x <a>bbc y</b>", "x <a>y</a>", "x <a>bby</a>", "x <a>", "x <a>b", "p <a>q</a> <a>bc</b><|end|>"]
+)
+def test_a_complete_match_beside_another_delimiters_partial_match_is_not_committed_early(text: str) -> None:
+    assert_same(
+        respc_stream(SHARED, "", ["x", " <a", ">", "b", "bc y"]),
+        oracle_stream(SHARED, "", ["x", " <a", ">", "b", "bc y"]),
+        SHARED,
+        "held by the shorter opener",
+    )
+    for chunks in chunkings(text, seed=len(text), random_splits=4):
+        assert_same(respc_stream(SHARED, "", chunks), oracle_stream(SHARED, "", chunks), SHARED, repr(chunks))
+
+
+def test_a_held_text_another_opener_holds_takes_no_pass() -> None:
+    """Inkling's three openers share `<|content_`: held as one's partial match, `<|content_th` is no
+    longer that one's, but is still the thinking opener's, so the pass would hold it all: no pass."""
+    module = respc.load_preset("inkling")
+    chunks = ["<|co", "nten", "t_th", "inki", "ng|>", "hmm"]
+    parser = module.ResponseParser("")
+    passes: list[int] = []
+    take = parser._process
+    parser._process = lambda *args: passes.append(len(passes)) or take(*args)  # type: ignore
+    modes = []
+    for chunk in chunks:
+        modes.append(parser.feed_mode)
+        parser.feed(chunk)
+    assert modes[1:5] == ["held"] * 4
+    assert len(passes) == 2  # the first feed's, and the commit of the thinking opener
+    assert_same(
+        respc_stream(module.TEMPLATE, "", chunks),
+        oracle_stream(module.TEMPLATE, "", chunks),
+        module.TEMPLATE,
+        repr(chunks),
+    )
+
+
+_ATOMS = st.sampled_from(["a", "b", "<", ">", r"\s", "[ab]", "x", "(?=a)", "(?<=b)", "^", "$"])
+_PATTERNS = st.recursive(
+    _ATOMS,
+    lambda inner: st.one_of(
+        st.lists(inner, min_size=1, max_size=4).map("".join),
+        st.tuples(inner, inner).map(lambda p: f"(?:{p[0]}|{p[1]})"),
+        st.tuples(inner, st.sampled_from(["*", "+", "?", "*?"])).map(lambda p: f"(?:{p[0]}){p[1]}"),
+    ),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=1_500, deadline=None)
+@example(pattern="a.*z|b", text="a b", pos=0)
+@example(pattern="ab|a", text="a", pos=0)
+@given(pattern=_PATTERNS, text=st.text(alphabet="ab<> x", max_size=8), pos=st.integers(0, 8))
+def test_a_partial_search_finds_nothing_at_a_position_where_no_partial_match_starts(
+    pattern: str, text: str, pos: int
+) -> None:
+    """`_commit_held`'s premise: where the `regex` module's partial match at a position finds nothing,
+    its partial search from there (the oracle's) finds nothing that starts there."""
+    assume(pos <= len(text))
+    try:
+        compiled = regex.compile(pattern, regex.DOTALL)
+    except regex.error:
+        assume(False)
+        return
+    found = compiled.search(text, pos, partial=True)
+    if found is not None and found.start() == pos:
+        assert starts_at(compiled, text, pos), (pattern, text, pos)

@@ -160,6 +160,16 @@ class Delimiter:
         return (self.prefix,) if self.prefix else ()
 
     @property
+    def shortest(self) -> int:
+        """The fewest characters a match can span (0 when unknown)."""
+        if self.anchor.literals is not None:
+            return min(map(len, self.anchor.literals))
+        try:
+            return int(parse(self.anchor.pattern).getwidth()[0])
+        except Exception:
+            return 0
+
+    @property
     def memo(self) -> bool:
         """Whether the parser may remember which held texts are (or are not) a partial match of the whole
         pattern (`LazyRegex(memo=True)`, `respc.runtime.scan.partial_held`): only for a pattern whose
@@ -416,6 +426,22 @@ class State:
             for d in self.watches
             if d.anchor.literals is None
         )
+
+    @property
+    def wide(self) -> bool | None:
+        """`State.wide` for the row: False where the template keeps more than one character of context (a
+        guard's lookbehind reads further back: `CONTEXT`) but this state needs none of it: none of its own
+        delimiters looks back that far, and each it watches is at least `CONTEXT` characters long, so the
+        state a commit here enters finds that much context in the committed delimiter, which the buffer
+        holds whole. Its fast modes then keep only the chunk as the buffer (MiniMax-M2's tool call, which
+        `</invoke>` closes); None elsewhere (not written: the class's `CONTEXT` decides)."""
+        if self.context is None or self.context <= 1 or not self.watches:
+            return None
+        if any(d.guard_width > 1 for d in self.watches):
+            return None
+        if all(d.shortest >= self.context for d in self.watches):
+            return False
+        return None
 
     @property
     def watch(self) -> bool:

@@ -281,6 +281,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_tool_calls,
             start_char="<",
             stems=(TOOL_CALLS_CLOSE,),
+            wide=False,
             dirty=True,
         ),
     }

@@ -59,6 +59,10 @@ class State:
       match ending before the edge is final only if it survives extension (5.24). Given for states with a
       regex delimiter: once a held partial match of one completes, the others are tested at its start
       only (`CompiledParser._commit_held`), not searched.
+    - `wide`: False for a state whose fast modes may keep only the chunk as the buffer in a template whose
+      guard looks back more than one character (`CONTEXT` > 1): none of its own delimiters looks back
+      that far, and each it watches is at least `CONTEXT` characters long, so a state entered by a commit
+      here finds that much context in the delimiter itself. None: as `CONTEXT` says.
 
     `start_char` may hold several characters (up to three): the fast modes then test a chunk for each,
     and for the guard characters too.
@@ -79,6 +83,7 @@ class State:
         "stems",
         "watch",
         "watched",
+        "wide",
     )
 
     def __init__(
@@ -96,6 +101,7 @@ class State:
         guard: str | None = None,
         dirty: bool = False,
         watch: tuple[tuple[Any, bool, Any, bool], ...] = (),
+        wide: bool | None = None,
         **retired: Any,
     ) -> None:
         # `retired`: a row written for an older contract (its keys, such as `partials`) is accepted here so
@@ -112,6 +118,7 @@ class State:
         self.guard = guard
         self.dirty = dirty
         self.watch = watch
+        self.wide = wide
         # What entering the state sets, in the order `CompiledParser._reset` and `_open` unpack it: one
         # unpack instead of eight attribute reads, since a whole-message parse changes state at every
         # delimiter. With it, the one run class of mode lead and the proper prefixes of the stems, as a

@@ -538,8 +538,9 @@ class CompiledParser:
     def _plain_mode(self) -> Any:
         """The method of mode plain for the state entered: without regex delimiters, one that keeps no
         context, when the state has one start character (`_feed_plain_literal`); with a guard that looks
-        back further than one character, one that keeps that much (`_feed_wide`)."""
-        if self._WIDE:
+        back further than one character, one that keeps that much (`_feed_wide`), unless the state's row
+        says it need not (`State.wide`)."""
+        if self._WIDE and self.STATES[self._current].wide is not False:
             return self._feed_wide
         return self._feed_plain if self.CONTEXT or not self._start_char else self._feed_plain_literal
 
@@ -933,12 +934,12 @@ class CompiledParser:
             # (Not while a partial match is held: the lead mode would only hand it on.)
             if self._opened and (at_rest or _first_of(buf, state.start_char, pos) < 0):
                 self._mode = _LEAD
-                self.feed = self._feed_wide if self._WIDE else self._feed_lead
+                self.feed = self._feed_wide if self._WIDE and state.wide is not False else self._feed_lead
                 return
         elif mode == "discard":
             if at_rest:
                 self._mode = _DISCARD
-                self.feed = self._feed_wide if self._WIDE else self._feed_discard
+                self.feed = self._feed_wide if self._WIDE and state.wide is not False else self._feed_discard
                 return
         elif at_rest and self._opened:  # bare
             self._mode = _BARE

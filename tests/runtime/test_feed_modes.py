@@ -340,3 +340,31 @@ def test_a_chunk_ending_in_a_run_and_a_stem_prefix_is_held_in_mode_lead_without_
         ["a", "is. <", "b"],
     ):
         _same_as_oracle(template, chunks)
+
+
+# A guard that reads six characters back (`CONTEXT` 6): the `think` field's close `</t>` is shorter, so
+# the state a commit there enters needs characters from before it, perhaps from chunks before the last,
+# which the field's fast modes must keep (no `wide=False`); the `call` field's `</calls>` holds all six.
+WIDE_GUARD = {
+    "start_anchor": "S",
+    "fields": {
+        "think": {"open": "<t>", "close": "</t>"},
+        "call": {"open_pattern": "(?:<c>|(?<=xy</t>))\\s*<call>", "close": "</calls>"},
+        "content": {"close": "<|end|>"},
+    },
+}
+
+
+def test_a_state_keeps_wide_context_unless_its_delimiters_hold_it() -> None:
+    module = respc.compile_template(WIDE_GUARD)
+    assert module.ResponseParser.CONTEXT == 6
+    assert module.ResponseParser.STATES["think"].wide is None  # `</t>` is 4 characters: keep 6
+    assert module.ResponseParser.STATES["call"].wide is False  # `</calls>`: 8
+    text = "<t>ab cd xy</t> <call>1</calls>xy</t><call>2</calls><|end|>"
+    split = ["<t>ab", " cd ", "x", "y", "</t>", " <call>1</calls>x", "y", "</t><call>2</calls><|end|>"]
+    for chunks in [split, *chunkings(text)]:
+        _same_as_oracle(WIDE_GUARD, chunks)
+    parser = module.ResponseParser("")
+    for chunk in ["<c><call>", "a b c", "d e f"]:
+        parser.feed(chunk)
+    assert parser.feed_mode == "plain" and parser.feed == parser._feed_plain  # (not `_feed_wide`)

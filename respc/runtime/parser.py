@@ -441,7 +441,7 @@ class CompiledParser:
             if self._start_char in text and not self._starts_nothing(text):
                 return None
             if (
-                not self._WIDE
+                (not self._WIDE or self.STATES[self._current].wide is False)
                 and text[-1] not in self._run
                 and not self._run_pieces
                 and self._pos == len(self._buf)
@@ -458,7 +458,7 @@ class CompiledParser:
             if self.CONTEXT or not start:  # `_plain_mode`'s choice: not `_feed_plain_literal`
                 if start in text and not self._starts_nothing(text):
                     return None
-                if not self._WIDE:
+                if not self._WIDE or self.STATES[self._current].wide is False:
                     self._buf = text  # `_feed_plain`
                     self._pos = len(text)
                     parts = self._parts
@@ -740,7 +740,7 @@ class CompiledParser:
             if (
                 state.mode == "plain"
                 and state.guard is None
-                and not self._WIDE
+                and (not self._WIDE or state.wide is False)
                 and self._current is not None
                 and self._opened
                 and self._starts_nothing(grown)

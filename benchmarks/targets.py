@@ -84,7 +84,7 @@ PRESET_FLOORS = {
     **{
         f"{workload} {length}": floor
         for workload in ("stream-4", "stream-token")
-        for length, floor in (("short", 2.0), ("500", 2.5), ("2000", 3.0))
+        for length, floor in (("short", 2.2), ("500", 2.7), ("2000", 3.2))
     },
     **{f"parse {length}": 6.0 for length in ("short", "500", "2000")},
 }

@@ -499,15 +499,20 @@ class CompiledParser:
 
     def _general(self, text: str) -> list[dict]:
         """The general mode's work, in any state: a chunk a fast mode does not take comes here too."""
-        if (
-            self._stems
-            and text
-            and self._pos == len(self._buf)
-            and not self._run_pieces
-            and not self._finalized
-            and (held := self._hold_stem(text)) is not None
-        ):
-            return held
+        if text and self._pos == len(self._buf) and not self._run_pieces and not self._finalized:
+            if self._stems and (held := self._hold_stem(text)) is not None:
+                return held
+            if self._patterns and self.STATES[self._current].guard is not None and not self.UNORDERED:
+                # Where a guard may match (the response's start, or right after `</invoke>`), the chunk
+                # that a watched regex delimiter's partial search holds from the scan position is held,
+                # as the pass would hold it (mode pending's fact), without the pass.
+                buf, pos = self._buf + text, self._pos
+                for pattern in self._patterns:
+                    if partial_held(pattern, buf, pos, text):
+                        self._buf, self._held, self._held_pattern = buf, text, pattern
+                        self._mode = _PENDING
+                        self.feed = self._feed_pending
+                        return []
         return self._pass(text)
 
     # The general mode under the name `_settle` installs it by (an instance attribute named `feed` shadows

@@ -506,13 +506,10 @@ class CompiledParser:
                 # Where a guard may match (the response's start, or right after `</invoke>`), the chunk
                 # that a watched regex delimiter's partial search holds from the scan position is held,
                 # as the pass would hold it (mode pending's fact), without the pass.
-                buf, pos = self._buf + text, self._pos
-                for pattern in self._patterns:
-                    if partial_held(pattern, buf, pos, text):
-                        self._buf, self._held, self._held_pattern = buf, text, pattern
-                        self._mode = _PENDING
-                        self.feed = self._feed_pending
-                        return []
+                buf = self._buf + text
+                if self._pend(buf, self._pos, text):
+                    self._buf = buf
+                    return []
         return self._pass(text)
 
     # The general mode under the name `_settle` installs it by (an instance attribute named `feed` shadows
@@ -728,16 +725,13 @@ class CompiledParser:
                 commit = self._commit_held(pattern, buf)
                 if commit is not None:
                     return self._pass(text, False, commit)
-                pos = self._pos
                 whole = pattern.whole if type(pattern) is AfterHead else pattern
-                for other in self._patterns:
-                    if other is not whole and partial_held(other, buf, pos, grown):
-                        # Another watched delimiter's partial match holds the text (inkling's three openers
-                        # share `<|content_`): the pass would hold it all too, so it goes on held by that.
-                        self._buf = buf
-                        self._held = grown
-                        self._held_pattern = other if other.head is None else held_pattern(other, buf, pos)
-                        return []
+                other = self._held_by(buf, self._pos, grown, whole)
+                if other is not None:
+                    # Another watched delimiter's partial match holds the text (inkling's three openers
+                    # share `<|content_`): the pass would hold it all too, so it goes on held by that.
+                    self._buf, self._held, self._held_pattern = buf, grown, other
+                    return []
             for stem in self._stems:
                 if stem in grown:
                     return self._pass(text, False)  # a starter is there: `_skips_scan` would say no
@@ -817,6 +811,29 @@ class CompiledParser:
             elif starts_at(delimiter, buf, pos):
                 return None
         return found
+
+    def _pend(self, buf: str, pos: int, rest: str) -> bool:
+        """Install mode pending when a watched regex delimiter's partial search holds `rest` (the buffer
+        from `pos`) from there, as `_settle` decides where a guard may match: True if one does."""
+        for pattern in self._patterns:
+            if partial_held(pattern, buf, pos, rest):
+                self._held, self._held_pattern = rest, pattern
+                self._mode = _PENDING
+                self.feed = self._feed_pending
+                return True
+        return False
+
+    def _held_by(self, buf: str, pos: int, rest: str, skip: Any = None) -> Any:
+        """The pattern mode held keeps `rest` (the buffer from `pos`) by: the first watched regex delimiter
+        but `skip` whose partial match holds it (told without a search while `lead_holds`), as an
+        `AfterHead` once its head has matched; None when none does."""
+        for pattern in self._patterns:
+            if pattern is not skip and (
+                (pattern.lead is not None and lead_holds(pattern, rest))
+                or partial_held(pattern, buf, pos, rest)
+            ):
+                return pattern if pattern.head is None else held_pattern(pattern, buf, pos)
+        return None
 
     def _hold_stem(self, text: str) -> list[dict] | None:
         """Nothing is held and the chunk ends with a proper prefix of a stem (in mode lead's states, perhaps
@@ -903,14 +920,8 @@ class CompiledParser:
         if not at_rest and guarded:
             # (Not for templates whose opens' keys may not compare: the oracle's pass compares those of
             # complete matches even beside a pending one, and may raise there, `_break_tie`.)
-            if self._patterns and not self.UNORDERED:
-                rest = buf[pos:]
-                for pattern in self._patterns:
-                    if partial_held(pattern, buf, pos, rest):
-                        self._held, self._held_pattern = rest, pattern
-                        self._mode = _PENDING
-                        self.feed = self._feed_pending
-                        return
+            if self._patterns and not self.UNORDERED and self._pend(buf, pos, buf[pos:]):
+                return
         elif not at_rest and (self._stems or self._patterns):
             rest = buf[pos:]
             if rest in self._stem_prefixes:
@@ -918,15 +929,9 @@ class CompiledParser:
             else:
                 # The regex delimiter whose partial match holds the text, if one does: the next feed
                 # checks only it (without a search while `lead_holds`).
-                for pattern in self._patterns:
-                    if (pattern.lead is not None and lead_holds(pattern, rest)) or partial_held(
-                        pattern, buf, pos, rest
-                    ):
-                        self._held = rest
-                        self._held_pattern = (
-                            pattern if pattern.head is None else held_pattern(pattern, buf, pos)
-                        )
-                        break
+                pattern = self._held_by(buf, pos, rest)
+                if pattern is not None:
+                    self._held, self._held_pattern = rest, pattern
         mode = state.mode
         if self._empty_open or mode == "general" or guarded:
             pass

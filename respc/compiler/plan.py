@@ -175,13 +175,14 @@ class Delimiter:
         pattern (`LazyRegex(memo=True)`, `respc.runtime.scan.partial_held`): only for a pattern whose
         search from a position reads a bounded text before it (`reads_back`, `memo_context`), so that the
         answer is a function of the held text and that much context."""
-        return self.anchor.literals is None and reads_back(self.anchor.pattern) is not None
+        return self.memo_context is not None
 
     @property
-    def memo_context(self) -> int:
+    def memo_context(self) -> int | None:
         """How many characters before a held text the memo's key takes (`LazyRegex(context=...)`): 0 for a
-        pattern whose search reads nothing before its start (`reads_before`), else `reads_back`'s bound."""
-        return reads_back(self.anchor.pattern) or 0 if self.memo else 0
+        pattern whose search reads nothing before its start (`reads_before`), else `reads_back`'s bound;
+        None for a literal, or a pattern that reads back without a bound (no memo)."""
+        return None if self.anchor.literals is not None else reads_back(self.anchor.pattern)
 
     @property
     def tail(self) -> tuple[str, str, str, int] | None:

@@ -387,9 +387,8 @@ def partial_held(pattern: Any, buf: str, pos: int, held: str) -> bool:
     (`LazyRegex.partials`), remembered by `held` and the `context` characters before it: such a
     pattern's search from `pos` reads nothing further back (and a start anchor can hold only where `pos`
     is 0, which a key nearer the start records), so the answer is a function of the key (each recurring
-    held text costs one dict lookup instead of a partial search). The key is the text itself for a
-    pattern that reads nothing before its start; a longer text, or a tuple, never equals such a key of
-    another pattern's, and each pattern has its own memo anyway."""
+    held text costs one dict lookup instead of a partial search). The key is the held text itself for a
+    pattern that reads nothing before its start, so mode held may look it up directly."""
     known = pattern.partials
     if known is None:
         return partial_at(pattern, buf, pos)

@@ -416,9 +416,14 @@ def survives_extension(pattern: Any, buf: str, start: int, end: int, match: Any)
     neither a newline nor the end of input, it must keep its span and the named groups of `match`
     (transformers 5.24; `$` before a trailing newline, or `\\Z` in a lookahead, fail this)."""
     extended = _match(pattern, buf + "\x00", start)
-    return (
-        extended is not None and extended.span() == (start, end) and extended.groupdict() == match.groupdict()
-    )
+    if extended is None:
+        return False
+    regs = extended.regs
+    if regs[0] == (start, end) and extended.re is match.re and regs == match.regs:
+        # Every group spans the same characters of texts that agree up to the buffer's end, past which
+        # no group of the first match can reach: the same groups, without building their dicts.
+        return True
+    return regs[0] == (start, end) and extended.groupdict() == match.groupdict()
 
 
 def first_start(

@@ -63,8 +63,7 @@ REASONING_CONTENT_CLOSE_LENGTH = len(REASONING_CONTENT_CLOSE)
 TOOL_CALLS_OPEN_RE = LazyRegex(
     r"(?:<｜tool▁calls▁begin｜>\s*)?<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<name>[^\n]+)\n```json\n"
 )
-# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
-# rechecked with it.
+# The whole pattern: a held partial match grows with it.
 TOOL_CALLS_OPEN_WHOLE = LazyRegex(
     r"\s*(?:<｜tool▁calls▁begin｜>\s*)?<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<name>[^\n]+)\n```json\n",
     tail=(
@@ -139,7 +138,7 @@ def _scan_outside(buf: str, pos: int) -> tuple:
         else:
             best = (start, end, True, "reasoning_content", match)
     # open of 'tool_calls'
-    found = scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, False, whole=TOOL_CALLS_OPEN_WHOLE)
+    found = scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, False)
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -383,7 +382,7 @@ class ResponseParser(CompiledParser):
             ),
             watch=(
                 ((REASONING_CONTENT_OPEN,), True, "reasoning_content", False),
-                (TOOL_CALLS_OPEN_WHOLE, True, "tool_calls", True),
+                (TOOL_CALLS_OPEN_WHOLE, True, "tool_calls", False),
                 (CONTENT_CLOSE_WHOLE, False, "content", False),
             ),
         ),
@@ -393,6 +392,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_reasoning_content,
             start_char="<",
             stems=(REASONING_CONTENT_CLOSE,),
+            watch=(((REASONING_CONTENT_CLOSE,), False, "reasoning_content", False),),
         ),
         "tool_calls": State(
             mode="plain",
@@ -400,6 +400,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_tool_calls,
             start_char="\n",
             stems=(TOOL_CALLS_CLOSE,),
+            watch=(((TOOL_CALLS_CLOSE,), False, "tool_calls", False),),
             dirty=True,
         ),
     }

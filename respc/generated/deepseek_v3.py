@@ -58,8 +58,7 @@ TRANSFORMERS_TARGET = "5.24"
 TOOL_CALLS_OPEN_RE = LazyRegex(
     r"(?:<｜tool▁calls▁begin｜>\s*)?<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<name>[^\n]+)\n```json\n"
 )
-# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
-# rechecked with it.
+# The whole pattern: a held partial match grows with it.
 TOOL_CALLS_OPEN_WHOLE = LazyRegex(
     r"\s*(?:<｜tool▁calls▁begin｜>\s*)?<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<name>[^\n]+)\n```json\n",
     tail=(
@@ -120,7 +119,7 @@ def _scan_outside(buf: str, pos: int) -> tuple:
     hold = len(buf)
     best = None
     # open of 'tool_calls'
-    found = scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, False, whole=TOOL_CALLS_OPEN_WHOLE)
+    found = scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, False)
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -274,7 +273,7 @@ class ResponseParser(CompiledParser):
                 CONTENT_CLOSE_WHOLE,
             ),
             watch=(
-                (TOOL_CALLS_OPEN_WHOLE, True, "tool_calls", True),
+                (TOOL_CALLS_OPEN_WHOLE, True, "tool_calls", False),
                 (CONTENT_CLOSE_WHOLE, False, "content", False),
             ),
         ),
@@ -284,6 +283,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_tool_calls,
             start_char="\n",
             stems=(TOOL_CALLS_CLOSE,),
+            watch=(((TOOL_CALLS_CLOSE,), False, "tool_calls", False),),
             dirty=True,
         ),
     }

@@ -135,7 +135,7 @@ def _scan_outside(buf: str, pos: int) -> tuple:
         or (len(buf) - best[0] < TOOL_CALLS_OPEN_PREFIX_LENGTH and buf[best[0] :] in TOOL_CALLS_OPEN_PREFIX)
         or buf.find(TOOL_CALLS_OPEN_PREFIX, pos, best[0] + TOOL_CALLS_OPEN_PREFIX_LENGTH) >= 0
     ):
-        found = scan_pattern(buf, pos, TOOL_CALLS_OPEN_RE, False, recheck=True)
+        found = scan_pattern(buf, pos, TOOL_CALLS_OPEN_RE, False)
     else:
         found = None
     if found is not None:
@@ -358,7 +358,7 @@ class ResponseParser(CompiledParser):
             patterns=(TOOL_CALLS_OPEN_RE,),
             watch=(
                 (REASONING_CONTENT_OPEN, True, "reasoning_content", False),
-                (TOOL_CALLS_OPEN_RE, True, "tool_calls", True),
+                (TOOL_CALLS_OPEN_RE, True, "tool_calls", False),
                 ((CONTENT_CLOSE,), False, "content", False),
             ),
         ),
@@ -371,6 +371,7 @@ class ResponseParser(CompiledParser):
                 "</think>",
                 "[/THINK]",
             ),
+            watch=((REASONING_CONTENT_CLOSE, False, "reasoning_content", False),),
         ),
         "tool_calls": State(
             mode="plain",

@@ -68,8 +68,7 @@ REASONING_CONTENT_CLOSE_LENGTH = len(REASONING_CONTENT_CLOSE)
 TOOL_CALLS_OPEN_RE = LazyRegex(
     r'(?:<｜tool_calls_begin｜>\s*)?(?:<｜tool_sep｜>\s*)?<｜tool_call_begin｜>\s*(?:function\s*<｜tool_sep｜>\s*)?<steptml:invoke name="(?P<name>[^"]+)">'
 )
-# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
-# rechecked with it.
+# The whole pattern: a held partial match grows with it.
 TOOL_CALLS_OPEN_WHOLE = LazyRegex(
     r'\s*(?:<｜tool_calls_begin｜>\s*)?(?:<｜tool_sep｜>\s*)?<｜tool_call_begin｜>\s*(?:function\s*<｜tool_sep｜>\s*)?<steptml:invoke name="(?P<name>[^"]+)">',
     tail=(
@@ -146,7 +145,7 @@ def _scan_outside(buf: str, pos: int) -> tuple:
         else:
             best = (start, end, True, "reasoning_content", match)
     # open of 'tool_calls'
-    found = scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, False, whole=TOOL_CALLS_OPEN_WHOLE)
+    found = scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, False)
     if found is not None:
         start, end, final, match = found
         if not final:
@@ -363,7 +362,7 @@ class ResponseParser(CompiledParser):
             ),
             watch=(
                 ((REASONING_CONTENT_OPEN,), True, "reasoning_content", False),
-                (TOOL_CALLS_OPEN_WHOLE, True, "tool_calls", True),
+                (TOOL_CALLS_OPEN_WHOLE, True, "tool_calls", False),
                 (CONTENT_CLOSE_WHOLE, False, "content", False),
             ),
         ),
@@ -373,6 +372,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_reasoning_content,
             start_char="<",
             stems=(REASONING_CONTENT_CLOSE,),
+            watch=(((REASONING_CONTENT_CLOSE,), False, "reasoning_content", False),),
         ),
         "tool_calls": State(
             mode="plain",

@@ -734,6 +734,11 @@ class CompiledParser:
                     return []
             for stem in self._stems:
                 if stem in grown:
+                    if pattern is None and grown.startswith(stem):
+                        # A literal's stem, complete where the held text starts: maybe its match.
+                        commit = self._commit_held(None, self._buf + text)
+                        if commit is not None:
+                            return self._pass(text, False, commit)
                     return self._pass(text, False)  # a starter is there: `_skips_scan` would say no
             state = self.STATES[self._current]
             if (
@@ -780,34 +785,45 @@ class CompiledParser:
         return self._pass(text) if self._mode == _PENDING else self._installed(text)
 
     def _commit_held(self, pattern: Any, buf: str) -> tuple | None:
-        """The commit of the oracle's next pass over `buf` (the buffer, chunk added) when the held text, a
-        partial match of the regex delimiter `pattern` at the scan position, has become its complete
-        match there, final, and no other watched delimiter (`State.watch`) has a match or a partial match
-        starting there; else None (the pass then scans). Then the pass commits it: the oracle's best is
-        the leftmost candidate (every other starts later), before every hold (each starts later too),
-        and its partial search of `pattern` from there finds that match, the leftmost complete one. So
-        only the others' starts are tested (one anchored match each), not searched for through the
-        buffer. (Not for templates whose opens' keys may not compare, whose ties the pass replays.)"""
+        """The commit of the oracle's next pass over `buf` (the buffer, chunk added) when the held text has
+        become, at the scan position, the complete and final match of the delimiter it was held for (the
+        regex delimiter `pattern`, whose partial match it was; or, `pattern` None, a watched literal, of
+        whose stem it was a proper prefix), and no other watched delimiter (`State.watch`) has a match or
+        a partial match starting there; else None (the pass then scans). Then the pass commits it: the
+        oracle's best is the leftmost candidate (every other starts later), before every hold (each starts
+        later too), and the search of that delimiter from there finds that match, the leftmost complete
+        one (of a literal list, the one literal there). So only the others' starts are tested (a prefix
+        test, or one anchored match), not searched for through the buffer. (Not for templates whose opens'
+        keys may not compare, whose ties the pass replays.)"""
         watch = self.STATES[self._current].watch
         if not watch or self.UNORDERED:
             return None
         whole = pattern.whole if type(pattern) is AfterHead else pattern
         pos = self._pos
+        rest = buf[pos:]
         found = None
         for delimiter, is_open, field, recheck in watch:
-            if delimiter is whole:
+            if type(delimiter) is tuple:
+                for literal in delimiter:
+                    if rest.startswith(literal):
+                        if pattern is not None or found is not None or not literal:
+                            return None  # (a literal beside a held regex's match: defensive, see below)
+                        if len(literal) == len(rest) and len(delimiter) > 1:
+                            # At the buffer's edge, a list of which one literal extends another may grow
+                            # (`scan_literals`' `can_extend`, a fact of the whole list): the pass decides.
+                            return None
+                        found = (pos, pos + len(literal), is_open, field, None)
+                    elif literal.startswith(rest):
+                        # (Beside a held regex's match, defensive: a literal's partial match at the held
+                        # text's start makes that text a stem's prefix, which mode held tests first.)
+                        return None
+            elif delimiter is whole:
                 # The oracle's candidate (`scan_pattern`): final, not at the edge, where it may grow (quirk
                 # Q19); an empty one is left to the pass, which checks for cycles.
                 candidate = scan_pattern(buf, pos, whole, False, recheck)
                 if candidate is None or candidate[0] != pos or not candidate[2] or candidate[1] == pos:
                     return None
                 found = (pos, candidate[1], is_open, field, candidate[3])
-            elif type(delimiter) is tuple:
-                # (Defensive: a literal's match or partial match at the held text's start makes that text
-                # a stem's prefix, which mode held tests first and leaves without a held pattern.)
-                for literal in delimiter:
-                    if buf.startswith(literal, pos) or literal.startswith(buf[pos:]):
-                        return None
             elif starts_at(delimiter, buf, pos):
                 return None
         return found

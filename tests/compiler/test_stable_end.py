@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 import regex
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from respc.compiler.analysis import stable_end
@@ -47,6 +47,17 @@ from respc.spec import load_template
         (r"(?:x|a?).b", False),
         (r"(a)[^<]b", True),
         (r"(?P<x>[\s\S])+?b", False),
+        # Optional groups that start with a literal no text what follows starts with is comparable to
+        # (step3's and DeepSeek's tool call openings):
+        (r"\s*(?:<｜tool_calls_begin｜>\s*)?(?:<｜tool_sep｜>\s*)?<｜tool_call_begin｜>\s*<x>", True),
+        (r"(?:ab)?ac", True),
+        (r"(?:a[^<]*)?<", True),
+        (r"(?:ab)?abc", False),  # what follows may start as the group does
+        (r"(?:ab)?a", False),  # `a` is a prefix of `ab`
+        (r"(?:ab)?", False),  # nothing follows: the group may fail past the match
+        (r"(?:ab)?\s*c", False),  # what follows starts with a run, not a literal
+        (r"(?:[ab]c)?d", False),  # the group starts with a class
+        (r"(?i:ab)?c", False),
     ],
 )
 def test_stable_end(pattern: str, stable: bool) -> None:
@@ -117,6 +128,38 @@ def test_accepted_patterns_survive_extension(pattern: str, texts: list[str]) -> 
                     text,
                     match,
                 )
+
+
+OPTIONAL = [
+    "(?:ab)?",
+    "(?:ab)??",
+    "(?:a\\s*)?",
+    "(?:<a)?",
+    "(?:<b>)?",
+    "(?:a[^<]*)?",
+    "(?P<o>ab)?",
+    "a",
+    "b",
+    "<",
+    "ab",
+    "<a",
+    "\\s*",
+    "[^<]+",
+    "[^<]",
+    "(?P<n>[^<>]+)",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(OPTIONAL), min_size=1, max_size=5), st.lists(TEXT, min_size=1, max_size=6))
+@example(["(?:ab)?", "[^<]"], ["ab"])  # the group fails at the text's end: a class may then take more
+@example(["(?:ab)?", "a"], ["abab", "ab", "aba"])
+def test_accepted_optional_groups_survive_extension(pieces: list[str], texts: list[str]) -> None:
+    """As above, for sequences of optional groups and what may follow them."""
+    names = iter(range(len(pieces)))
+    pattern = "".join(piece.replace("(?P<o>", f"(?P<o{next(names)}>") for piece in pieces)
+    pattern = pattern.replace("(?P<n>", "(?P<n_>", 1).replace("(?P<n>", "(?:")
+    test_accepted_patterns_survive_extension.hypothesis.inner_test(pattern, texts)
 
 
 def test_the_recheck_can_fail() -> None:

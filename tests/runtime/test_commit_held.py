@@ -36,7 +36,7 @@ def _commits_checked(monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
             assert commit[:4] == scanned[:4], (buf, self._pos, commit, scanned)
             if commit[4] is not None and scanned[4] is not None:
                 assert commit[4].groupdict() == scanned[4].groupdict()
-            found.append(commit[:4])
+            found.append(("literal" if pattern is None else "regex", *commit[:4]))
         return commit
 
     monkeypatch.setattr(CompiledParser, "_commit_held", checked)
@@ -56,8 +56,34 @@ def test_a_held_commit_is_the_scans_and_streams_agree_with_transformers(
             ours = stream_trace(lambda prefix=prefix: module.ResponseParser(prefix), chunks)
             theirs = oracle_stream(module.TEMPLATE, prefix, chunks)
             assert_same(ours, theirs, module.TEMPLATE, f"{name}[{index}] {chunks!r}")
+    kinds = {kind for kind, *_ in found}
     if name in ("inkling", "step3", "gemma4", "qwen3_5", "minimax_m2"):
-        assert found  # (the path is taken where openers are regexes)
+        assert "regex" in kinds  # (the path is taken where openers are regexes)
+    if name in ("qwen3", "smollm3", "cohere", "gpt_oss", "ernie4_5", "mistral_v3", "deepseek_r1"):
+        assert "literal" in kinds  # (and where a literal's stem completes: `</think>`, `<|im_end|>`)
+
+
+# A close of three literals, one extending another: a complete `<|stop|>` at the buffer's edge is not
+# final there (the list may grow, `scan_literals`' `can_extend`), so the held commit leaves it to the pass;
+# in the middle of the buffer, and a single literal anywhere, it is committed.
+LISTS = {
+    "start_anchor": "S",
+    "fields": {
+        "x": {"open": "<a>", "close": "</a>"},
+        "content": {"close": ["<eos>", "<eos>!", "<|stop|>"]},
+    },
+}
+
+
+@pytest.mark.parametrize("target", ["5.23", "5.24"])
+@pytest.mark.parametrize(
+    "text", ["answer<|stop|>", "answer<|stop|> tail", "answer<eos>!", "answer<eos> x", "p<a>q</a>r<eos>"]
+)
+def test_a_literal_lists_commit_waits_at_the_edge_as_the_scan_does(target: str, text: str) -> None:
+    module = respc.compile_template(LISTS, target=target)
+    for chunks in ([*text], chunkings(text, seed=1, random_splits=3)[-1]):
+        ours = stream_trace(lambda: module.ResponseParser(""), chunks)
+        assert_same(ours, oracle_stream(LISTS, "", chunks, target=target), LISTS, repr(chunks))
 
 
 # Two regex opens that share a start (and declare no stems, so the held text is held by a pattern): held

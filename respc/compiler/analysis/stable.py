@@ -1,4 +1,4 @@
-"""Regex delimiters whose matches never depend on text after them (transformers 5.24's recheck).
+r"""Regex delimiters whose matches never depend on text after them (transformers 5.24's recheck).
 
 5.24 commits a streaming regex match that ends before the buffer's edge only if it "survives extension":
 matched again at its start on the buffer plus one character, it keeps its span and named groups. That
@@ -7,10 +7,12 @@ always yes, and the generated scan leaves the recheck out.
 
 `stable_end` proves it for a subset: a sequence of literal characters, single-character classes, groups
 (without inline flags) of such sequences, alternations of literal strings none of which is a prefix of
-another, and repeats of one single-character class that the next item cannot start with (or that end
-the pattern). Each item then has one way to match at a position, found by looking at no character past
-its match except, for a repeat, the one character that stops it, which lies inside the text when the
-match ends before the text's end. Anchors, boundaries, lookarounds and back-references look past the
+another, repeats of one single-character class that the next item cannot start with (or that end
+the pattern), and optional groups of such a sequence that starts with a literal no text a match of what
+follows can start with is comparable to (`(?:<｜tool_calls_begin｜>\s*)?<｜tool_call_begin｜>`). Each
+item then has one way to match at a position, found by looking at no character past its match except,
+for a repeat, the one character that stops it, which lies inside the text when the match ends before
+the text's end (an optional group's literal fails, if it does, inside what follows it). Anchors, boundaries, lookarounds and back-references look past the
 match (or at the end of the text) and are refused, as is anything outside the shared syntax.
 """
 
@@ -20,7 +22,14 @@ from typing import Any
 
 import regex
 
-from respc.compiler.analysis.starts import _CATEGORIES, Unknown, item_kind, literal_strings, sequence
+from respc.compiler.analysis.starts import (
+    _CATEGORIES,
+    Unknown,
+    _leading_literal,
+    item_kind,
+    literal_strings,
+    sequence,
+)
 from respc.compiler.analysis.syntax import is_plain, parse
 
 __all__ = ["stable_end"]
@@ -77,12 +86,57 @@ def _stable(items: list, follow: set[str] | None) -> bool:
             low, high, body = av
             body = list(body)
             if len(body) != 1 or str(body[0][0]) not in _ONE:
+                if (
+                    low == 0
+                    and high == 1
+                    and kind != "POSSESSIVE_REPEAT"
+                    and _optional(body, rest, after_follow)
+                ):
+                    continue
                 return False
             if low != high and (after_follow is None or not _disjoint(body[0], after_follow)):
                 return False  # (a fixed count has no choice)
         else:
             return False  # AT, ASSERT, ASSERT_NOT, GROUPREF, ATOMIC_GROUP...
     return True
+
+
+def _optional(body: list, rest: list, follow: set[str] | None) -> bool:
+    """Whether `(?:body)?` (or `??`), followed by `rest`, has one way to match: the body starts with a
+    literal that none of the texts every match of `rest` starts with is comparable to (neither is a prefix
+    of the other), so no match can both take the body and skip it, and the body has one way to match
+    itself. Where the body fails, it fails at a character that `rest`'s match holds."""
+    if len(body) == 1 and str(body[0][0]) == "SUBPATTERN":
+        if body[0][1][1] or body[0][1][2]:  # (inline flags)
+            return False
+        body = list(body[0][1][3])
+    head = _leading_literal(body)
+    texts = _leading_texts(rest)
+    if not head or texts is None or any(t.startswith(head) or head.startswith(t) for t in texts):
+        return False
+    return _stable(body, follow)
+
+
+def _leading_texts(items: list) -> list[str] | None:
+    """Texts one of which every match of `items` starts with: the literal of each optional group it opens
+    with, then that of its first item that is not optional, which must be a literal; None otherwise."""
+    texts = []
+    for at, (op, av) in enumerate(items):
+        kind = str(op)
+        if kind == "LITERAL":
+            return [*texts, _leading_literal(items[at:])]
+        if kind not in ("MAX_REPEAT", "MIN_REPEAT") or av[0] != 0 or av[1] != 1:
+            return None
+        body = list(av[2])
+        if len(body) == 1 and str(body[0][0]) == "SUBPATTERN":
+            if body[0][1][1] or body[0][1][2]:
+                return None
+            body = list(body[0][1][3])
+        head = _leading_literal(body)
+        if not head:
+            return None
+        texts.append(head)
+    return None  # (every item optional: a match may go on with whatever follows them)
 
 
 def _may_start_with_anything(items: list) -> bool:

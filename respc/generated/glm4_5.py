@@ -77,8 +77,7 @@ TOOL_CALLS_OPEN_PREFIX_LENGTH = len(TOOL_CALLS_OPEN_PREFIX)
 # /\s*<tool_call>\s*(?P<name>[^\s<]+)/ is searched as what follows its leading run of \s; the scan
 # walks back over the run.
 TOOL_CALLS_OPEN_RE = LazyRegex(r"<tool_call>\s*(?P<name>[^\s<]+)")
-# The whole pattern: a held partial match grows with it, and a match ending before the buffer's edge is
-# rechecked with it.
+# The whole pattern: a held partial match grows with it.
 # Held text that is a run and then a proper prefix of a stem is its partial match (`lead_holds`).
 TOOL_CALLS_OPEN_WHOLE = LazyRegex(
     r"\s*<tool_call>\s*(?P<name>[^\s<]+)", stems=(TOOL_CALLS_OPEN_PREFIX,), lead=RUN_WHITESPACE, memo=True
@@ -164,7 +163,7 @@ def _scan_outside(buf: str, pos: int) -> tuple:
             and lead_reaches(buf, best[0], TOOL_CALLS_OPEN_PREFIX, RUN_WHITESPACE)
         )
     ):
-        found = scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, False, whole=TOOL_CALLS_OPEN_WHOLE)
+        found = scan_lead(buf, pos, TOOL_CALLS_OPEN_RE, RUN_WHITESPACE, False)
     else:
         found = None
     if found is not None:
@@ -426,7 +425,7 @@ class ResponseParser(CompiledParser):
             ),
             watch=(
                 (REASONING_CONTENT_OPEN_WHOLE, True, "reasoning_content", False),
-                (TOOL_CALLS_OPEN_WHOLE, True, "tool_calls", True),
+                (TOOL_CALLS_OPEN_WHOLE, True, "tool_calls", False),
                 (CONTENT_CLOSE_WHOLE, False, "content", False),
             ),
         ),

@@ -58,6 +58,13 @@ from respc.spec import load_template
         (r"(?:ab)?\s*c", False),  # what follows starts with a run, not a literal
         (r"(?:[ab]c)?d", False),  # the group starts with a class
         (r"(?i:ab)?c", False),
+        # A run before a negated class that excludes it (GLM's tool call opening):
+        (r"\s*<tool_call>\s*(?P<name>[^\s<]+)", True),
+        (r"ab*[^b]", True),
+        (r"a[ab]*[^ab]", True),
+        (r"a[ab]*[^a]", False),  # the run may take what the class would
+        (r"a\s*[^<]+", False),
+        (r"a\s*(?:[^\s<])?x", False),  # the class may be skipped
     ],
 )
 def test_stable_end(pattern: str, stable: bool) -> None:
@@ -146,6 +153,9 @@ OPTIONAL = [
     "\\s*",
     "[^<]+",
     "[^<]",
+    "[^\\s<]+",
+    "[^b]",
+    "b*",
     "(?P<n>[^<>]+)",
 ]
 

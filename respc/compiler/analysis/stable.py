@@ -7,8 +7,8 @@ always yes, and the generated scan leaves the recheck out.
 
 `stable_end` proves it for a subset: a sequence of literal characters, single-character classes, groups
 (without inline flags) of such sequences, alternations of literal strings none of which is a prefix of
-another, repeats of one single-character class that the next item cannot start with (or that end
-the pattern), and optional groups of such a sequence that starts with a literal no text a match of what
+another, repeats of one single-character class that the next item cannot start with (a negated class
+that excludes its characters included; or that end the pattern), and optional groups of such a sequence that starts with a literal no text a match of what
 follows can start with is comparable to (`(?:<｜tool_calls_begin｜>\s*)?<｜tool_call_begin｜>`). Each
 item then has one way to match at a position, found by looking at no character past its match except,
 for a repeat, the one character that stops it, which lies inside the text when the match ends before
@@ -94,11 +94,40 @@ def _stable(items: list, follow: set[str] | None) -> bool:
                 ):
                     continue
                 return False
-            if low != high and (after_follow is None or not _disjoint(body[0], after_follow)):
+            if (
+                low != high
+                and (after_follow is None or not _disjoint(body[0], after_follow))
+                and not _excluded_next(body[0], rest)
+            ):
                 return False  # (a fixed count has no choice)
         else:
             return False  # AT, ASSERT, ASSERT_NOT, GROUPREF, ATOMIC_GROUP...
     return True
+
+
+def _excluded_next(item: tuple, rest: list) -> bool:
+    r"""Whether `rest` must start with a character of a negated class that excludes every character the
+    one-character `item` matches: `\s*` before `(?P<name>[^\s<]+)` (GLM's tool call opening), which the
+    class items of `sequence` do not write."""
+    if not rest:
+        return False
+    op, av = rest[0]
+    while str(op) == "SUBPATTERN" and not av[1] and not av[2] and av[3]:
+        op, av = next(iter(av[3]))
+    if str(op) in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+        if av[0] < 1 or len(av[2]) != 1:
+            return False
+        op, av = next(iter(av[2]))
+    if str(op) == "NOT_LITERAL":
+        return str(item[0]) == "LITERAL" and item[1] == av
+    if str(op) != "IN" or not av or str(av[0][0]) != "NEGATE":
+        return False
+    excluded = {(str(kind), str(value)) for kind, value in av[1:]}
+    if str(item[0]) == "LITERAL":
+        return ("LITERAL", str(item[1])) in excluded
+    if str(item[0]) != "IN" or not item[1] or str(item[1][0][0]) == "NEGATE":
+        return False
+    return all((str(kind), str(value)) in excluded for kind, value in item[1])
 
 
 def _optional(body: list, rest: list, follow: set[str] | None) -> bool:

@@ -446,10 +446,10 @@ class State:
 
     @property
     def watch(self) -> bool:
-        """Whether the state's row lists its watched delimiters (`State.watch`, in the tie-break order): a
-        held partial match (a regex delimiter's, or a literal's stem) that completes is committed after
-        testing only the others at its start (`CompiledParser._commit_held`)."""
-        return not self.general and bool(self.watches)
+        """Whether the state's row lists its watched delimiters (`State.watch`, in the tie-break order): for
+        a state watching a regex delimiter, whose held partial match, once complete, the runtime commits
+        after testing only the others at its start (`CompiledParser._commit_held`)."""
+        return not self.general and bool(self.patterns)
 
     @property
     def table_literals(self) -> tuple[str, ...]:

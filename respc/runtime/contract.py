@@ -56,10 +56,9 @@ class State:
     - `dirty`: the flag of the chunks routed in this state.
     - `watch`: every watched delimiter, in the scan's tie-break order, as `(delimiter, is_open, field,
       recheck)`: the delimiter a regex's whole pattern or a tuple of literals; `recheck`, whether a regex
-      match ending before the edge is final only if it survives extension (5.24). Once a held partial
-      match (a regex delimiter's, or a literal's stem) completes, the others are tested at its start
-      only (`CompiledParser._commit_held`), not searched. (Rows of older modules give it only for states
-      with a regex delimiter; without it, the pass scans.)
+      match ending before the edge is final only if it survives extension (5.24). Given for states with a
+      regex delimiter: once a held partial match of one completes, the others are tested at its start
+      only (`CompiledParser._commit_held`), not searched.
     - `wide`: False for a state whose fast modes may keep only the chunk as the buffer in a template whose
       guard looks back more than one character (`CONTEXT` > 1): none of its own delimiters looks back
       that far, and each it watches is at least `CONTEXT` characters long, so a state entered by a commit

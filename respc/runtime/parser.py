@@ -51,6 +51,7 @@ from respc.runtime.scan import (
     run_start,
     scan_pattern,
     starts_at,
+    stems_rule_out,
 )
 from respc.runtime.tools import coerce_tool_calls, tool_params
 
@@ -724,7 +725,7 @@ class CompiledParser:
                     return []
                 commit = self._commit_held(pattern, buf)
                 if commit is not None:
-                    return self._pass(text, False, commit)
+                    return self._take(text, commit)
                 whole = pattern.whole if type(pattern) is AfterHead else pattern
                 other = self._held_by(buf, self._pos, grown, whole)
                 if other is not None:
@@ -734,11 +735,6 @@ class CompiledParser:
                     return []
             for stem in self._stems:
                 if stem in grown:
-                    if pattern is None and grown.startswith(stem):
-                        # A literal's stem, complete where the held text starts: maybe its match.
-                        commit = self._commit_held(None, self._buf + text)
-                        if commit is not None:
-                            return self._pass(text, False, commit)
                     return self._pass(text, False)  # a starter is there: `_skips_scan` would say no
             state = self.STATES[self._current]
             if (
@@ -781,52 +777,77 @@ class CompiledParser:
                 return []
             commit = self._commit_held(self._held_pattern, buf)
             if commit is not None:
-                return self._pass(text, False, commit)
+                return self._take(text, commit)
         return self._pass(text) if self._mode == _PENDING else self._installed(text)
 
     def _commit_held(self, pattern: Any, buf: str) -> tuple | None:
-        """The commit of the oracle's next pass over `buf` (the buffer, chunk added) when the held text has
-        become, at the scan position, the complete and final match of the delimiter it was held for (the
-        regex delimiter `pattern`, whose partial match it was; or, `pattern` None, a watched literal, of
-        whose stem it was a proper prefix), and no other watched delimiter (`State.watch`) has a match or
-        a partial match starting there; else None (the pass then scans). Then the pass commits it: the
-        oracle's best is the leftmost candidate (every other starts later), before every hold (each starts
-        later too), and the search of that delimiter from there finds that match, the leftmost complete
-        one (of a literal list, the one literal there). So only the others' starts are tested (a prefix
-        test, or one anchored match), not searched for through the buffer. (Not for templates whose opens'
-        keys may not compare, whose ties the pass replays.)"""
-        watch = self.STATES[self._current].watch
+        """The commit of the oracle's next pass over `buf` (the buffer, chunk added) when the held text, a
+        partial match of the regex delimiter `pattern` at the scan position, has become its complete
+        match there, final, and no other watched delimiter (`State.watch`) has a match or a partial match
+        starting there; else None (the pass then scans). Then the pass commits it: the oracle's best is
+        the leftmost candidate (every other starts later), before every hold (each starts later too),
+        and its partial search of `pattern` from there finds that match, the leftmost complete one. So
+        only the others' starts are tested (by their stems where no guard is watched, else one anchored
+        match each), not searched for through the buffer. (Not for templates whose opens' keys may not
+        compare, whose ties the pass replays.)"""
+        state = self.STATES[self._current]
+        watch = state.watch
         if not watch or self.UNORDERED:
             return None
+        unguarded = state.guard is None  # (the stems leave guarded branches out)
         whole = pattern.whole if type(pattern) is AfterHead else pattern
         pos = self._pos
-        rest = buf[pos:]
         found = None
         for delimiter, is_open, field, recheck in watch:
-            if type(delimiter) is tuple:
-                for literal in delimiter:
-                    if rest.startswith(literal):
-                        if pattern is not None or found is not None or not literal:
-                            return None  # (a literal beside a held regex's match: defensive, see below)
-                        if len(literal) == len(rest) and len(delimiter) > 1:
-                            # At the buffer's edge, a list of which one literal extends another may grow
-                            # (`scan_literals`' `can_extend`, a fact of the whole list): the pass decides.
-                            return None
-                        found = (pos, pos + len(literal), is_open, field, None)
-                    elif literal.startswith(rest):
-                        # (Beside a held regex's match, defensive: a literal's partial match at the held
-                        # text's start makes that text a stem's prefix, which mode held tests first.)
-                        return None
-            elif delimiter is whole:
+            if delimiter is whole:
                 # The oracle's candidate (`scan_pattern`): final, not at the edge, where it may grow (quirk
                 # Q19); an empty one is left to the pass, which checks for cycles.
                 candidate = scan_pattern(buf, pos, whole, False, recheck)
                 if candidate is None or candidate[0] != pos or not candidate[2] or candidate[1] == pos:
                     return None
                 found = (pos, candidate[1], is_open, field, candidate[3])
-            elif starts_at(delimiter, buf, pos):
+            elif type(delimiter) is tuple:
+                # (Defensive: a literal's match or partial match at the held text's start makes that text
+                # a stem's prefix, which mode held tests first and leaves without a held pattern.)
+                for literal in delimiter:
+                    if buf.startswith(literal, pos) or literal.startswith(buf[pos:]):
+                        return None
+            elif not (unguarded and stems_rule_out(delimiter, buf, pos)) and starts_at(delimiter, buf, pos):
                 return None
         return found
+
+    def _take(self, text: str, commit: tuple) -> list[dict]:
+        """`_pass(text, False, commit)` for the commit `_commit_held` found, written for its case: a match at
+        the scan position, not empty, so nothing is routed before it and no cycle starts there (`_process`
+        for one commit, then for the rest of the buffer, which `_rest_hold` most often settles without a
+        scan)."""
+        self._buf = buf = self._buf + text
+        self._held = self._held_pattern = None
+        events: list[dict] = []
+        end, is_open, name, match = commit[1:]
+        self._pos = end  # (consumed before the close, which may fail)
+        try:
+            if is_open:
+                if self._opened:
+                    self._close(events)
+                self._open(events, name, match, False)
+            elif self._opened:
+                if match is not None and self.FIELDS[name].close_captures:
+                    self._captures.update({k: v for k, v in match.groupdict().items() if v is not None})
+                self._close(events)
+            hold = self._rest_hold(buf, end)
+            if hold < 0:
+                self._process(events, False)
+            elif hold > end:
+                self._route(events, buf[end:hold])
+                self._pos = hold
+            self._trim()
+            self._settle()
+        except BaseException:
+            self._mode = _GENERAL
+            self.feed = self._feed_general
+            raise
+        return events
 
     def _pend(self, buf: str, pos: int, rest: str) -> bool:
         """Install mode pending when a watched regex delimiter's partial search holds `rest` (the buffer
@@ -896,10 +917,10 @@ class CompiledParser:
         self._trim()
         return events
 
-    def _pass(self, text: str, may_skip: bool = True, first: tuple | None = None) -> list[dict]:
+    def _pass(self, text: str, may_skip: bool = True) -> list[dict]:
         """The general mode's work: route the chunk without a scan when nothing can start in it (nor
-        complete in the held text), else run the oracle's pass (its first commit `first`, when the caller
-        has found it: `_commit_held`); then install the next feed's mode."""
+        complete in the held text), else run the oracle's pass; then install the next feed's mode. (A
+        commit that `_commit_held` has found takes `_take` instead.)"""
         if self._finalized:
             raise RuntimeError("ResponseParser already finalized")
         if self._run_pieces:
@@ -912,7 +933,7 @@ class CompiledParser:
             else:
                 if text:
                     self._buf += text
-                self._process(events, False, first)
+                self._process(events, False)
                 self._trim()
             self._settle()
         except BaseException:
@@ -1213,9 +1234,8 @@ class CompiledParser:
 
     # -- the pass --------------------------------------------------------------------------------------
 
-    def _process(self, events: list[dict] | None, eos: bool, first: tuple | None = None) -> None:
-        """The oracle's processing pass; `events` is None when nobody will read them. `first` is the
-        commit its first streaming scan would give, when the caller knows it (`_commit_held`)."""
+    def _process(self, events: list[dict] | None, eos: bool) -> None:
+        """The oracle's processing pass; `events` is None when nobody will read them."""
         buf = self._buf
         pos = self._pos
         hold = len(buf)
@@ -1232,9 +1252,7 @@ class CompiledParser:
             if self.UNORDERED and (self._current is None or self._current == self.IMPLICIT):
                 self._break_tie(buf, pos, eos)
             if not eos:
-                if first is not None:
-                    commit, first = first, None
-                elif committed and (rest := self._rest_hold(buf, pos)) >= 0:
+                if committed and (rest := self._rest_hold(buf, pos)) >= 0:
                     hold = rest  # (what the state's scan would answer, with nothing to commit)
                     break
                 else:

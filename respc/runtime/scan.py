@@ -43,6 +43,7 @@ __all__ = [
     "scan_tail",
     "set_search_timeout",
     "starts_at",
+    "stems_rule_out",
     "survives_extension",
 ]
 
@@ -229,6 +230,29 @@ def lead_holds(pattern: Any, held: str) -> bool:
         if len(stem) > len(core) and stem.startswith(core):
             return True
     return False
+
+
+def stems_rule_out(pattern: Any, buf: str, pos: int) -> bool:
+    """Whether no match and no partial match of `pattern` can start at `pos`, by its declared stems (texts
+    every match starts with, after a run of its lead class if it has one): the text there, past such a
+    run, neither starts with one nor is a prefix of one. (Stems leave out guarded branches: ask only
+    where none is watched.) False when unsure; then `starts_at` decides."""
+    stems = pattern.stems
+    if not stems:
+        return False
+    at = pos
+    run = pattern.lead
+    if run is not None:
+        end = len(buf)
+        while at < end and buf[at] in run:
+            at += 1
+    core = buf[at : at + pattern.longest]
+    if not core:
+        return False  # (a run to the buffer's end: perhaps a partial match)
+    for stem in stems:
+        if core.startswith(stem) or stem.startswith(core):
+            return False
+    return True
 
 
 class SearchTimeout(TimeoutError):

@@ -324,20 +324,10 @@ class ResponseParser(CompiledParser):
             ),
         ),
         "thinking": State(
-            mode="plain",
-            scan=_scan_thinking,
-            end_scan=_end_thinking,
-            start_char="<",
-            stems=(THINKING_CLOSE,),
-            watch=(((THINKING_CLOSE,), False, "thinking", False),),
+            mode="plain", scan=_scan_thinking, end_scan=_end_thinking, start_char="<", stems=(THINKING_CLOSE,)
         ),
         "content": State(
-            mode="plain",
-            scan=_scan_content,
-            end_scan=_end_content,
-            start_char="<",
-            stems=(THINKING_CLOSE,),
-            watch=(((THINKING_CLOSE,), False, "content", False),),
+            mode="plain", scan=_scan_content, end_scan=_end_content, start_char="<", stems=(THINKING_CLOSE,)
         ),
         "tool_calls": State(
             mode="plain",
@@ -345,7 +335,6 @@ class ResponseParser(CompiledParser):
             end_scan=_end_tool_calls,
             start_char="<",
             stems=(TOOL_CALLS_CLOSE,),
-            watch=(((TOOL_CALLS_CLOSE,), False, "tool_calls", False),),
             dirty=True,
         ),
     }

@@ -18,7 +18,7 @@ from support.oracles import stream_trace
 
 import respc
 from respc.runtime.parser import CompiledParser
-from respc.runtime.scan import starts_at
+from respc.runtime.scan import starts_at, stems_rule_out
 
 PRESETS = sorted(path.stem for path in (FIXTURES / "presets").glob("*.json"))
 
@@ -36,7 +36,7 @@ def _commits_checked(monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
             assert commit[:4] == scanned[:4], (buf, self._pos, commit, scanned)
             if commit[4] is not None and scanned[4] is not None:
                 assert commit[4].groupdict() == scanned[4].groupdict()
-            found.append(("literal" if pattern is None else "regex", *commit[:4]))
+            found.append(commit[:4])
         return commit
 
     monkeypatch.setattr(CompiledParser, "_commit_held", checked)
@@ -56,34 +56,8 @@ def test_a_held_commit_is_the_scans_and_streams_agree_with_transformers(
             ours = stream_trace(lambda prefix=prefix: module.ResponseParser(prefix), chunks)
             theirs = oracle_stream(module.TEMPLATE, prefix, chunks)
             assert_same(ours, theirs, module.TEMPLATE, f"{name}[{index}] {chunks!r}")
-    kinds = {kind for kind, *_ in found}
     if name in ("inkling", "step3", "gemma4", "qwen3_5", "minimax_m2"):
-        assert "regex" in kinds  # (the path is taken where openers are regexes)
-    if name in ("qwen3", "smollm3", "cohere", "gpt_oss", "ernie4_5", "mistral_v3", "deepseek_r1"):
-        assert "literal" in kinds  # (and where a literal's stem completes: `</think>`, `<|im_end|>`)
-
-
-# A close of three literals, one extending another: a complete `<|stop|>` at the buffer's edge is not
-# final there (the list may grow, `scan_literals`' `can_extend`), so the held commit leaves it to the pass;
-# in the middle of the buffer, and a single literal anywhere, it is committed.
-LISTS = {
-    "start_anchor": "S",
-    "fields": {
-        "x": {"open": "<a>", "close": "</a>"},
-        "content": {"close": ["<eos>", "<eos>!", "<|stop|>"]},
-    },
-}
-
-
-@pytest.mark.parametrize("target", ["5.23", "5.24"])
-@pytest.mark.parametrize(
-    "text", ["answer<|stop|>", "answer<|stop|> tail", "answer<eos>!", "answer<eos> x", "p<a>q</a>r<eos>"]
-)
-def test_a_literal_lists_commit_waits_at_the_edge_as_the_scan_does(target: str, text: str) -> None:
-    module = respc.compile_template(LISTS, target=target)
-    for chunks in ([*text], chunkings(text, seed=1, random_splits=3)[-1]):
-        ours = stream_trace(lambda: module.ResponseParser(""), chunks)
-        assert_same(ours, oracle_stream(LISTS, "", chunks, target=target), LISTS, repr(chunks))
+        assert found  # (the path is taken where openers are regexes)
 
 
 # Two regex opens that share a start (and declare no stems, so the held text is held by a pattern): held
@@ -120,8 +94,9 @@ def test_a_held_text_another_opener_holds_takes_no_pass() -> None:
     chunks = ["<|co", "nten", "t_th", "inki", "ng|>", "hmm"]
     parser = module.ResponseParser("")
     passes: list[int] = []
-    take = parser._process
-    parser._process = lambda *args: passes.append(len(passes)) or take(*args)  # type: ignore
+    process, take = parser._process, parser._take  # (a pass, or the commit `_commit_held` found)
+    parser._process = lambda *args: passes.append(len(passes)) or process(*args)  # type: ignore
+    parser._take = lambda *args: passes.append(len(passes)) or take(*args)  # type: ignore
     modes = []
     for chunk in chunks:
         modes.append(parser.feed_mode)
@@ -156,8 +131,10 @@ def test_a_partial_search_finds_nothing_at_a_position_where_no_partial_match_sta
     pattern: str, text: str, pos: int
 ) -> None:
     """`_commit_held`'s premise: where the `regex` module's partial match at a position finds nothing,
-    its partial search from there (the oracle's) finds nothing that starts there."""
-    assume(pos <= len(text))
+    its partial search from there (the oracle's) finds nothing that starts there. Asked only before the
+    buffer's end (the held text is never empty): at the very end `regex` answers `$^`'s partial search
+    with an empty partial match there, and its partial match with nothing."""
+    assume(pos < len(text))
     try:
         compiled = regex.compile(pattern, regex.DOTALL)
     except regex.error:
@@ -166,3 +143,42 @@ def test_a_partial_search_finds_nothing_at_a_position_where_no_partial_match_sta
     found = compiled.search(text, pos, partial=True)
     if found is not None and found.start() == pos:
         assert starts_at(compiled, text, pos), (pattern, text, pos)
+
+
+def _declared_stems() -> list[Any]:
+    """Every regex delimiter a shipped preset declares stems for (the ones `stems_rule_out` reads)."""
+    found: dict[str, Any] = {}
+    for name in PRESETS:
+        for state in respc.load_preset(name).ResponseParser.STATES.values():
+            for delimiter, *_ in state.watch:
+                if type(delimiter) is not tuple and delimiter.stems:
+                    found.setdefault(delimiter.pattern, delimiter)
+    return list(found.values())
+
+
+STEMMED = _declared_stems()
+
+
+@settings(max_examples=600, deadline=None)
+@given(data=st.data(), index=st.integers(0, len(STEMMED) - 1))
+def test_stems_rule_out_only_where_nothing_starts(data: st.DataObject, index: int) -> None:
+    """`stems_rule_out`'s claim, on every shipped delimiter that declares stems: where it rules a position
+    out, no match or partial match of the pattern starts there (texts drawn from pieces of its stems)."""
+    pattern = STEMMED[index]
+    pieces = [*pattern.stems, *(stem[:cut] for stem in pattern.stems for cut in (1, 2, len(stem) - 1))]
+    text = "".join(data.draw(st.lists(st.sampled_from([*pieces, " ", "\n", "x", "<", "|"]), max_size=6)))
+    pos = data.draw(st.integers(0, max(len(text) - 1, 0)))
+    assume(pos < len(text))
+    if stems_rule_out(pattern, text, pos):
+        assert not starts_at(pattern, text, pos), (pattern.pattern, text, pos)
+
+
+def test_stems_rule_out_is_asked_of_the_presets() -> None:
+    assert len(STEMMED) >= 10  # (the property above has something to check)
+    qwen = respc.load_preset("qwen3").ResponseParser
+    close = next(
+        d for d, *_ in qwen.STATES["content"].watch if type(d) is not tuple and "im_end" in d.pattern
+    )
+    assert stems_rule_out(close, "x<think>", 1)
+    assert not stems_rule_out(close, "x \n<|im_e", 1)  # a run, then a stem's prefix: maybe a partial match
+    assert not stems_rule_out(close, "x  ", 1)  # a run to the end

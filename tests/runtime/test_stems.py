@@ -218,7 +218,7 @@ def test_chunks_with_start_characters_but_no_starter_skip_the_scan() -> None:
     parser = respc.compile_template(template).ResponseParser("")
     passes = []
     process = parser._process
-    parser._process = lambda events, eos, first=None: (passes.append(eos), process(events, eos, first))[1]  # type: ignore[method-assign]
+    parser._process = lambda events, eos: (passes.append(eos), process(events, eos))[1]  # type: ignore[method-assign]
     for chunk in chunks:
         parser.feed(chunk)
     assert len(passes) == 3  # the three delimiters' chunks; none of the code's

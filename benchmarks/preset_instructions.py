@@ -1,0 +1,69 @@
+"""Instructions per round of each preset's short samples, streamed in 4-character chunks with a new parser
+per response, counted by valgrind: the A/B of a change too small for timings to tell (1-3%, where the
+ratios of `preset_speed.py` move by 5-10% from run to run on a busy machine).
+
+    python benchmarks/preset_instructions.py [PRESET ...] [--root DIR]   # needs valgrind; ~10 s a preset
+
+`--root` counts the respc found there instead (a `git worktree` of the commit to compare with). A round
+runs 10 and 60 times over, and the difference over 50 is the marginal count per round, free of start-up,
+import and first-use costs; the hash seed is fixed, so that the same code gives the same figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+SAMPLES_DIR = Path(__file__).parent.parent / "tests" / "fixtures" / "presets"
+LOW, HIGH = 10, 60
+
+
+def _run(root: str, preset: str, rounds: int) -> None:
+    """The workload itself, in the process valgrind counts."""
+    sys.path.insert(0, root)
+    from respc.registry import load_preset
+
+    parser_class = load_preset(preset).ResponseParser
+    parser_class.warm_up()
+    cases = json.loads((SAMPLES_DIR / f"{preset}.json").read_text(encoding="utf-8"))
+    work = [(case.get("prefix") or "", case["text"]) for case in cases]
+    work = [(prefix, [text[i : i + 4] for i in range(0, len(text), 4)]) for prefix, text in work]
+    for _ in range(rounds):
+        for prefix, chunks in work:
+            parser = parser_class(prefix, errors="keep")
+            for chunk in chunks:
+                parser.feed(chunk)
+            parser.finalize()
+
+
+def _count(root: str, preset: str, rounds: int) -> int:
+    command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable]
+    command += [__file__, "run", root, preset, str(rounds)]
+    environment = {**os.environ, "PYTHONHASHSEED": "0"}
+    done = subprocess.run(command, capture_output=True, text=True, check=True, env=environment)
+    return int(re.search(r"Collected : (\d+)", done.stderr).group(1))
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["run"]:
+        root, preset, rounds = sys.argv[2:5]
+        _run(root, preset, int(rounds))
+        return
+    options = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    options.add_argument("presets", nargs="*", help="presets to count (default: every one with samples)")
+    options.add_argument("--root", default=str(Path(__file__).parent.parent), help="where respc is")
+    args = options.parse_args()
+    presets = args.presets or sorted(path.stem for path in SAMPLES_DIR.glob("*.json"))
+    root = str(Path(args.root).resolve())
+    for preset in presets:
+        per_round = (_count(root, preset, HIGH) - _count(root, preset, LOW)) // (HIGH - LOW)
+        print(json.dumps({"preset": preset, "root": root, "instructions_per_round": per_round}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -23,7 +23,7 @@ can without a pass, exactly as the pass would, and hands every other chunk to th
 | bare | the state's mode (the region watches no delimiter); the region is open | any text: routed |
 | held | the held text is a proper prefix of a stem, or a partial match of a known regex delimiter | keeps it one: the buffer grows |
 | pending | where a guarded branch may match, the partial search of a regex delimiter found a partial match at the scan position | keeps it one (that partial search again): the buffer grows |
-| general | otherwise (after construction, an error, `finalize`) | every chunk: a chunk that ends in a stem's proper prefix after text with no start character is held without a scan (`_hold_stem`); a chunk in which nothing can start is routed without a scan (`_skips_scan`); any other takes the oracle's pass (`_process`) |
+| general | otherwise (after construction, unless the prompt's pass settled a fast mode; an error, `finalize`) | every chunk: a chunk that ends in a stem's proper prefix after text with no start character is held without a scan (`_hold_stem`); a chunk in which nothing can start is routed without a scan (`_skips_scan`); any other takes the oracle's pass (`_process`) |
 
 Within a pass, the state entered after a commit is not scanned when what is left starts nothing
 (`_rest_hold`). The facts the fast modes rest on leave out guarded branches (`^...`, `(?<=;)...`), so
@@ -234,6 +234,13 @@ class CompiledParser:
             self._buf = remainder
             self._process(self._initial_events, False)
             self._trim()
+            # The first feed's mode, as after any pass: a prompt that opens a region (`<think>\n`) leaves
+            # its first chunk to mode plain or lead, not to the general mode's tests and pass. It is named,
+            # not installed: a bound method on the instance is a reference cycle, which a parser that is
+            # never fed (a whole message, a request cancelled at once) would leave to the garbage
+            # collector. The class's `feed` hands the first chunk to it and installs it (`_installed`).
+            self._settle()
+            del self.feed
             if len(remainder) <= _SETTLED_LENGTH:
                 self._remember(remainder, keep_errors)
 
@@ -246,7 +253,8 @@ class CompiledParser:
         whose value is a dict, refused below), so its result is a function of the two. The state is kept
         only when its attributes are the usual ones and every list or dict in it holds scalars (the events:
         dicts of scalars), which `_resume` copies; anything else (a closed call, a kept error, a list in the
-        defaults) is replayed every time.
+        defaults) is replayed every time. (A held pattern, a `LazyRegex` or an `AfterHead`, is never
+        changed once made, and is shared.)
         """
         attributes = vars(self)
         if tuple(attributes) != _SETTLED_ORDER:
@@ -481,22 +489,28 @@ class CompiledParser:
         return events[0]["text"] if events else ""
 
     def _installed(self, text: str) -> list[dict]:
-        """A chunk given to a mode that is no longer installed (a `feed` bound earlier): the mode `_mode`
-        names takes it. (Dispatched by `_mode`, not through `self.feed`, which a caller may have wrapped.)"""
+        """A chunk given to a mode that is not installed: the mode `_mode` names takes it. That is a `feed`
+        bound before the mode was installed (`map(parser.feed, ...)`), or the class's `feed` on the first
+        chunk after the prompt's pass named a fast mode (`_start`), which is installed then. (Dispatched
+        by `_mode`, not through `self.feed`, which a caller may have wrapped.)"""
         mode = self._mode
         if mode == _PLAIN:
-            return self._plain_mode()(text)
-        if mode == _LEAD:
-            return self._feed_wide(text) if self._WIDE else self._feed_lead(text)
-        if mode == _HELD:
-            return self._feed_held(text)
-        if mode == _PENDING:
-            return self._feed_pending(text)
-        if mode == _DISCARD:
-            return self._feed_wide(text) if self._WIDE else self._feed_discard(text)
-        if mode == _BARE:
-            return self._feed_bare(text)
-        return self._general(text)
+            method = self._plain_mode()
+        elif mode == _LEAD or mode == _DISCARD:
+            if self._WIDE and self.STATES[self._current].wide is not False:
+                method = self._feed_wide
+            else:
+                method = self._feed_lead if mode == _LEAD else self._feed_discard
+        elif mode == _HELD:
+            method = self._feed_held
+        elif mode == _PENDING:
+            method = self._feed_pending
+        elif mode == _BARE:
+            method = self._feed_bare
+        else:
+            return self._general(text)
+        self.feed = method  # (`vars(self)` would tell whether it is, but makes the instance keep a dict)
+        return method(text)
 
     def _general(self, text: str) -> list[dict]:
         """The general mode's work, in any state: a chunk a fast mode does not take comes here too."""

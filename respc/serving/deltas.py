@@ -218,7 +218,8 @@ class DeltaStream:
             except Exception:  # a parser that cannot be copied only loses the replay after a failure
                 pass
         self._run(parser.initial_events, eos=False)
-        self._target = self._fast_target()
+        # The prompt's deltas go out with the first feed's (`_take`), which the fast path would not send.
+        self._target = None if self._deltas else self._fast_target()
 
     # -- public --------------------------------------------------------------------------------------
 

@@ -3,9 +3,11 @@ changes what is routed, held or committed (every stream is also compared with tr
 
 from __future__ import annotations
 
+import gc
 import json
 import pickle
 import random
+import weakref
 from typing import Any
 
 import pytest
@@ -13,6 +15,7 @@ from support.compare import FIXTURES, TEMPLATES, assert_same, chunkings, oracle_
 from support.oracles import run_calls
 
 import respc
+from respc.runtime.parser import CompiledParser
 
 
 def _modes(template: Any, chunks: list[str], prefix: str = "") -> list[tuple[str, str]]:
@@ -371,3 +374,31 @@ def test_a_state_keeps_wide_context_unless_its_delimiters_hold_it() -> None:
     for chunk in ["<c><call>", "a b c", "d e f"]:
         parser.feed(chunk)
     assert parser.feed_mode == "plain" and parser.feed == parser._feed_plain  # (not `_feed_wide`)
+
+
+def test_a_prompt_that_opens_a_region_leaves_the_first_chunk_to_a_fast_mode() -> None:
+    """The prompt's pass names the first feed's mode (`_start`): DeepSeek-V3.1's prompt ends with `<think>`,
+    so the first chunk is routed by mode plain, without a pass, which it then installs. Until then the
+    parser holds no method bound to itself: one never fed (a whole message, a request cancelled at once)
+    is freed without the garbage collector."""
+    module = respc.load_preset("deepseek_v3_1")
+    case = json.loads((FIXTURES / "presets" / "deepseek_v3_1.json").read_text(encoding="utf-8"))[0]
+    parser = module.ResponseParser(case["prefix"])
+    assert parser.feed_mode == "plain" and "feed" not in vars(parser)
+    passes: list[bool] = []
+    process = parser._process
+    parser._process = lambda *args: passes.append(True) or process(*args)  # type: ignore
+    assert parser.feed("91 =") == [
+        {"type": "region_chunk", "field": "reasoning_content", "text": "91 =", "dirty": False}
+    ]
+    assert not passes and vars(parser)["feed"].__func__ is CompiledParser._feed_plain
+    gc.disable()
+    try:
+        for _ in range(2):  # (made by the prefix pass, then resumed from its memo)
+            unfed = weakref.ref(module.ResponseParser(case["prefix"]))
+            assert unfed() is None
+    finally:
+        gc.enable()
+    chunks = chunkings(case["text"], seed=3)[-1]
+    ours = respc_stream(module.TEMPLATE, case["prefix"], chunks)
+    assert_same(ours, oracle_stream(module.TEMPLATE, case["prefix"], chunks), module.TEMPLATE, repr(chunks))

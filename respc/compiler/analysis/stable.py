@@ -8,12 +8,14 @@ always yes, and the generated scan leaves the recheck out.
 `stable_end` proves it for a subset: a sequence of literal characters, single-character classes, groups
 (without inline flags) of such sequences, alternations of literal strings none of which is a prefix of
 another, repeats of one single-character class that the next item cannot start with (a negated class
-that excludes its characters included; or that end the pattern), and optional groups of such a sequence that starts with a literal no text a match of what
-follows can start with is comparable to (`(?:<｜tool_calls_begin｜>\s*)?<｜tool_call_begin｜>`). Each
-item then has one way to match at a position, found by looking at no character past its match except,
-for a repeat, the one character that stops it, which lies inside the text when the match ends before
-the text's end (an optional group's literal fails, if it does, inside what follows it). Anchors, boundaries, lookarounds and back-references look past the
-match (or at the end of the text) and are refused, as is anything outside the shared syntax.
+that excludes its characters included; or that end the pattern), and optional groups of such a
+sequence that starts with a literal no text a match of what follows can start with is comparable to
+(`(?:<｜tool_calls_begin｜>\s*)?<｜tool_call_begin｜>`). Each item then has one way to match at a
+position, found by looking at no character past its match except, for a repeat, the one character that
+stops it, which lies inside the text when the match ends before the text's end (an optional group's
+literal fails, if it does, inside what follows it). Anchors, boundaries, lookarounds and back-references
+look past the match (or at the end of the text) and are refused, as is anything outside the shared
+syntax.
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ from respc.compiler.analysis.starts import (
     Unknown,
     _leading_literal,
     item_kind,
+    leading_texts,
     literal_strings,
     sequence,
 )
@@ -142,32 +143,10 @@ def _optional(body: list, rest: list, follow: set[str] | None) -> bool:
             return False
         body = list(body[0][1][3])
     head = _leading_literal(body)
-    texts = _leading_texts(rest)
+    texts = leading_texts(rest)
     if not head or texts is None or any(t.startswith(head) or head.startswith(t) for t in texts):
         return False
     return _stable(body, follow)
-
-
-def _leading_texts(items: list) -> list[str] | None:
-    """Texts one of which every match of `items` starts with: the literal of each optional group it opens
-    with, then that of its first item that is not optional, which must be a literal; None otherwise."""
-    texts = []
-    for at, (op, av) in enumerate(items):
-        kind = str(op)
-        if kind == "LITERAL":
-            return [*texts, _leading_literal(items[at:])]
-        if kind not in ("MAX_REPEAT", "MIN_REPEAT") or av[0] != 0 or av[1] != 1:
-            return None
-        body = list(av[2])
-        if len(body) == 1 and str(body[0][0]) == "SUBPATTERN":
-            if body[0][1][1] or body[0][1][2]:
-                return None
-            body = list(body[0][1][3])
-        head = _leading_literal(body)
-        if not head:
-            return None
-        texts.append(head)
-    return None  # (every item optional: a match may go on with whatever follows them)
 
 
 def _may_start_with_anything(items: list) -> bool:

@@ -22,6 +22,7 @@ __all__ = [
     "item_kind",
     "lazy_tail",
     "leading_literals",
+    "leading_texts",
     "literal_alternatives",
     "literal_prefix",
     "literal_strings",
@@ -192,18 +193,26 @@ def literal_strings(pattern: str, limit: int = 16) -> tuple[str, ...] | None:
 def leading_literals(pattern: str, limit: int = 4) -> tuple[str, ...] | None:
     r"""Texts one of which every match of `pattern` starts with, read over the optional groups it opens with:
     step3's `(?:<｜tool_calls_begin｜>\s*)?(?:<｜tool_sep｜>\s*)?<｜tool_call_begin｜>...` starts with one
-    of those three. A match either takes an optional group, whose body starts with a literal (so it is
-    not empty), or goes on to the next item; the first item that is not optional must be a literal.
-    At most `limit` of them; None otherwise (an alternation, a class, an anchor or a lookaround first)."""
+    of those three (`leading_texts`). At most `limit` of them; None otherwise (an alternation, a class, an
+    anchor or a lookaround first)."""
     items = plain_items(pattern)
     if items is None or items.state.flags & ~(re.DOTALL | re.UNICODE):
         return None
+    found = leading_texts(list(items.data))
+    return tuple(dict.fromkeys(found)) if found is not None and len(found) <= limit else None
+
+
+def leading_texts(items: list) -> list[str] | None:
+    """Texts one of which every match of the parsed `items` starts with: the literal each optional group
+    it opens with starts with (a match either takes the group, whose body starts with that literal, so
+    it is not empty, or goes on to the next item), then the literal the first item that is not optional
+    starts, which must be one; None otherwise."""
     found: list[str] = []
-    for at, (op, av) in enumerate(items.data):
+    for at, (op, av) in enumerate(items):
         kind = str(op)
         if kind == "LITERAL":
-            found.append(_leading_literal(items.data[at:]))
-            return tuple(dict.fromkeys(found)) if len(found) <= limit else None
+            found.append(_leading_literal(items[at:]))
+            return found
         if kind not in ("MAX_REPEAT", "MIN_REPEAT") or av[0] != 0 or av[1] != 1:
             return None
         body = list(av[2])

@@ -77,6 +77,7 @@ class State:
         "patterns",
         "runs",
         "scan",
+        "several",
         "start_char",
         "starters",
         "starts",
@@ -129,9 +130,11 @@ class State:
             stem[:k] for stem in stems if len(stem) <= STEM_LIMIT for k in range(1, len(stem))
         )
         # The character the fast modes test a chunk for with `in`; "" when there are several (start and
-        # guard characters), and the fast modes then ask `_starts_nothing` of every chunk.
+        # guard characters), which they then test for at once, as a set (`isdisjoint`), before asking
+        # `_starts_nothing` of a chunk that holds one.
         watched = self.watched = start_char + guard if start_char is not None and guard else start_char
         test = watched if watched is None or len(watched) == 1 else ""
+        self.several = frozenset(watched) if test == "" else None
         self.entered = (scan, end_scan, test, run, dirty, stems, prefixes, patterns)
 
 

@@ -208,7 +208,8 @@ class CompiledParser:
         """The state right after construction: `remainder` is the prefix past its last start anchor."""
         # 28 attributes here, and `feed` once a fast mode is installed: CPython shares one key table among
         # instances of up to 30 attributes, and a 30th made creating a parser and reading its attributes
-        # slower (a whole-message parse +15%).
+        # slower (a whole-message parse +15%); a 29th (a second start-character test) made the short
+        # streams of every preset 3-5% dearer in instructions.
         if remainder:
             settled = type(self).__dict__.get("_settled")
             state = settled.get((remainder, keep_errors)) if settled is not None else None
@@ -447,7 +448,10 @@ class CompiledParser:
         if type(text) is not str or not text:
             return None
         if mode == _LEAD:
-            if self._start_char in text and not self._starts_nothing(text):
+            start = self._start_char
+            if (
+                start in text if start else not self.STATES[self._current].several.isdisjoint(text)
+            ) and not self._starts_nothing(text):
                 return None
             if (
                 (not self._WIDE or self.STATES[self._current].wide is False)
@@ -465,7 +469,9 @@ class CompiledParser:
         elif mode == _PLAIN:
             start = self._start_char
             if self.CONTEXT or not start:  # `_plain_mode`'s choice: not `_feed_plain_literal`
-                if start in text and not self._starts_nothing(text):
+                if (
+                    start in text if start else not self.STATES[self._current].several.isdisjoint(text)
+                ) and not self._starts_nothing(text):
                     return None
                 if not self._WIDE or self.STATES[self._current].wide is False:
                     self._buf = text  # `_feed_plain`
@@ -537,11 +543,15 @@ class CompiledParser:
         routed whole. (`in` costs a third of a `str.find` call, but takes a list: any other type, a str
         subclass too, goes the general way, which raises TypeError as upstream; `type`, not `__class__`,
         which an object can fake.)"""
+        start = self._start_char
         if (
             self._mode == _PLAIN
             and text
             and type(text) is str
-            and (self._start_char not in text or self._starts_nothing(text))
+            and (
+                (start not in text if start else self.STATES[self._current].several.isdisjoint(text))
+                or self._starts_nothing(text)
+            )
         ):
             self._buf = text  # the chunk is all the context the patterns can look back at
             self._pos = len(text)
@@ -600,7 +610,13 @@ class CompiledParser:
     def _feed_discard(self, text: str) -> list[dict]:
         """Mode discard: outside every region of a template without an implicit field, a chunk holding no
         start character is dropped."""
-        if self._mode == _DISCARD and text and type(text) is str and self._start_char not in text:
+        start = self._start_char
+        if (
+            self._mode == _DISCARD
+            and text
+            and type(text) is str
+            and (start not in text if start else self.STATES[self._current].several.isdisjoint(text))
+        ):
             if self.CONTEXT:
                 self._buf = text  # the chunk is the context kept
                 self._pos = len(text)
@@ -630,7 +646,11 @@ class CompiledParser:
             # here. Answering directly keeps the empty deltas of a streaming detokenizer from sending a
             # held run through the general mode (rejoined, rescanned).
             return []
-        if type(text) is str and (self._start_char not in text or self._starts_nothing(text)):
+        start = self._start_char
+        if type(text) is str and (
+            (start not in text if start else self.STATES[self._current].several.isdisjoint(text))
+            or self._starts_nothing(text)
+        ):
             run = self._run
             pieces = self._run_pieces
             if text[-1] not in run:
@@ -1077,8 +1097,8 @@ class CompiledParser:
         in the text either holds a whole starter or runs to its end as a proper prefix of one, which then
         starts at a start character. The oracle's pass then routes it all (a lead run at the end is held
         by `_route_skipping_scan`). What comes before the text is the caller's to rule out (the guard's
-        `_unguarded`). The fast modes ask it when the one character they test is in the chunk, or always
-        for a state with several (`_start_char` is then "")."""
+        `_unguarded`). The fast modes ask it when a character they test is in the chunk: `_start_char`, or
+        for a state with several (`_start_char` is then ""), one of `State.several`."""
         state = self.STATES[self._current]
         for char in state.watched:
             if char in text:

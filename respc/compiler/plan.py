@@ -98,6 +98,7 @@ class Delimiter:
     # is anchored at the buffer's start (`^...`); None when no branch is guarded.
     guard: str | None = None
     guard_width: int = 0  # how far back the guards' lookbehinds read
+    guard_texts: tuple[str, ...] = ()  # the literals of its lookbehinds wider than one character
     # What the fast modes see instead of the delimiter: its unguarded branches, as a delimiter of their
     # own (None when every branch is guarded), or, for an alternation whose branches start with one
     # class of run or none (`branch_lead`), the delimiter as a lead-run delimiter (for its facts only).
@@ -327,6 +328,7 @@ class State:
     dirty: bool
     rare: tuple[str, int] | None = None  # found first by the `literals` end scan, as `Delimiter.rare`
     context: int | None = 0  # the plan's: consumed characters the patterns look back at (None: all)
+    lookbehinds: tuple[str, ...] = ()  # the plan's: what the guards wider than one character read
     # every feed takes the oracle's pass (no fast path): the runtime then replays the oracle's tie-break
     # of field names that do not compare (`ParserPlan.unordered`) at every scan, as the oracle does
     general: bool = False
@@ -434,15 +436,29 @@ class State:
         guard's lookbehind reads further back: `CONTEXT`) but this state needs none of it: none of its own
         delimiters looks back that far, and each it watches is at least `CONTEXT` characters long, so the
         state a commit here enters finds that much context in the committed delimiter, which the buffer
-        holds whole. Its fast modes then keep only the chunk as the buffer (MiniMax-M2's tool call, which
-        `</invoke>` closes); None elsewhere (not written: the class's `CONTEXT` decides)."""
+        holds whole (MiniMax-M2's tool call, which `</invoke>` closes), or is a literal no lookbehind can
+        read past (`_no_lookbehind_reaches`: its reasoning, which `</think>` closes). Its fast modes then
+        keep only the chunk as the buffer; None elsewhere (not written: the class's `CONTEXT` decides)."""
         if self.context is None or self.context <= 1 or not self.watches:
             return None
         if any(d.guard_width > 1 for d in self.watches):
             return None
-        if all(d.shortest >= self.context for d in self.watches):
+        if all(d.shortest >= self.context or self._no_lookbehind_reaches(d) for d in self.watches):
             return False
         return None
+
+    def _no_lookbehind_reaches(self, delimiter: Delimiter) -> bool:
+        """Whether no guard's lookbehind can read past the start of this literal delimiter once it commits:
+        a lookbehind tried at or after its end that reaches before its start holds the whole delimiter
+        after at least one character, so one whose text holds none of its literals there never matches
+        whatever came before (`</think>` is not in `/invoke>`, what `(?<=</invoke>)` reads after its first
+        character)."""
+        literals = delimiter.anchor.literals
+        return (
+            literals is not None
+            and bool(self.lookbehinds)
+            and all(literal and literal not in text[1:] for literal in literals for text in self.lookbehinds)
+        )
 
     @property
     def watch(self) -> bool:
@@ -620,6 +636,7 @@ class ParserPlan:
     required: tuple[Any, ...]
     start_anchor: Anchor
     context: int | None  # consumed characters the patterns need before the scan position (None: all)
+    lookbehinds: tuple[str, ...] = ()  # the literals the guards wider than one character read
     warnings: tuple[str, ...] = ()  # template problems worth a look that do not stop compilation
     # (field, open pattern, literal, can_extend) of every open in template order, when the field names
     # cannot all be compared: the oracle's tie-break then raises TypeError where two committable opens
@@ -903,6 +920,7 @@ def _delimiter(field: Field, ident: str, kind: str, anchor: Anchor, target: Targ
             literal_run=literal_run(rest or anchor.pattern),
             guard=None if guard is None else guard[1],
             guard_width=0 if guard is None else guard[2],
+            guard_texts=() if guard is None else guard[3],
             view=view,
         )
         if branches is not None:
@@ -1074,6 +1092,11 @@ def plan_parser(spec: Spec, source_name: str = "<template>") -> ParserPlan:
     # context is then as wide as the widest. Anything else sees at most one character before it.
     looks_back = any(d.guard is None and LOOKS_BACK.search(d.anchor.pattern) for d in patterns)
     context = None if looks_back else (max(1, *(d.guard_width for d in patterns)) if patterns else 0)
+    # The literals the wide guards read (`CONTEXT` above one): what the fast modes test a chunk against to
+    # know whether the context before it can still matter (`CompiledParser._feed_wide`).
+    lookbehinds = (
+        tuple(sorted({text for d in patterns for text in d.guard_texts})) if context and context > 1 else ()
+    )
     states = [
         State(
             implicit,
@@ -1084,6 +1107,7 @@ def plan_parser(spec: Spec, source_name: str = "<template>") -> ParserPlan:
             _runs(_fast(outside)),
             dirty.get(implicit, False),
             context=context,
+            lookbehinds=lookbehinds,
         )
     ]
     for field, ident in zip(spec.fields, idents):
@@ -1106,6 +1130,7 @@ def plan_parser(spec: Spec, source_name: str = "<template>") -> ParserPlan:
                     _runs(_fast(watches)),
                     dirty[field.name],
                     context=context,
+                    lookbehinds=lookbehinds,
                 )
             )
     states = [replace(_with_rare(state, delimiters), general=not comparable) for state in states]
@@ -1126,6 +1151,7 @@ def plan_parser(spec: Spec, source_name: str = "<template>") -> ParserPlan:
         required=tuple(field.name for field in spec.fields if not field.optional),
         start_anchor=spec.start_anchor,
         context=context,
+        lookbehinds=lookbehinds,
         warnings=warnings,
         unordered=(
             ()

@@ -274,6 +274,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_reasoning_content,
             start_char="<",
             stems=(REASONING_CONTENT_CLOSE,),
+            wide=False,
         ),
         "tool_calls": State(
             mode="plain",
@@ -296,6 +297,7 @@ class ResponseParser(CompiledParser):
     START_ANCHOR_KIND = "start_anchor"
     START_ANCHOR_LITERALS = START_ANCHOR_LITERALS
     CONTEXT = 9
+    LOOKBEHINDS = ("</invoke>",)  # what the guards wider than one character read
     PATTERNS = (TOOL_CALLS_OPEN_RE, CONTENT_CLOSE_RE, CONTENT_CLOSE_WHOLE)
     END_MEMO = True  # the end-of-stream scans take `memo`
 

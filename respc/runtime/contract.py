@@ -62,7 +62,8 @@ class State:
     - `wide`: False for a state whose fast modes may keep only the chunk as the buffer in a template whose
       guard looks back more than one character (`CONTEXT` > 1): none of its own delimiters looks back
       that far, and each it watches is at least `CONTEXT` characters long, so a state entered by a commit
-      here finds that much context in the delimiter itself. None: as `CONTEXT` says.
+      here finds that much context in the delimiter itself, or is a literal that no lookbehind can read
+      past (`LOOKBEHINDS` do not hold it after their first character). None: as `CONTEXT` says.
 
     `start_char` may hold several characters (up to three): the fast modes then test a chunk for each,
     and for the guard characters too.

@@ -133,11 +133,19 @@ class CompiledParser:
     START_ANCHOR_LITERALS: ClassVar[tuple[str, ...] | None] = None
     _RFIND_ANCHORS: ClassVar[tuple[str, ...] | None] = None
     _WIDE: ClassVar[bool] = False  # CONTEXT > 1 (a wide lookbehind guard): the fast modes take `_feed_wide`
+    # The literals the guards wider than one character read (modules generated before it was added declare
+    # none: None, and `_feed_wide` then always keeps the context), and the same less their first character,
+    # set when the class is created.
+    LOOKBEHINDS: ClassVar[tuple[str, ...] | None] = None
+    _LOOKBEHIND_TAILS: ClassVar[tuple[str, ...] | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         check_contract(cls)
         cls._WIDE = (cls.CONTEXT or 0) > 1 if "CONTEXT" in cls.__dict__ else cls._WIDE
+        if "LOOKBEHINDS" in cls.__dict__:
+            lookbehinds = cls.LOOKBEHINDS
+            cls._LOOKBEHIND_TAILS = None if lookbehinds is None else tuple(text[1:] for text in lookbehinds)
         if "START_ANCHOR" in cls.__dict__ or "START_ANCHOR_LITERALS" in cls.__dict__:
             literals = cls.__dict__.get("START_ANCHOR_LITERALS")  # (a subclass's anchor, not its parent's)
             cls._RFIND_ANCHORS = literals if literals is not None and _overlap_free(literals) else None
@@ -574,10 +582,13 @@ class CompiledParser:
     def _feed_wide(self, text: str) -> list[dict]:
         """Modes plain, lead and discard for a template whose guard looks back more than one character
         (`(?<=</invoke>)`, `CONTEXT` > 1): their fast paths keep only the chunk as the buffer, so the
-        `CONTEXT` characters before it are put back in front of it. (Whether a fast path took the chunk
-        is told by the buffer being the chunk itself: every other path builds a new string from a
-        nonempty buffer, except mode lead's for a chunk that is all run, which leaves the buffer alone
-        and is told apart first, since the buffer may be that very object.)"""
+        `CONTEXT` characters before it are put back in front of it, unless no lookbehind can read them:
+        one tried at or after the scan position that reaches back past the chunk's start holds the
+        chunk's text up to that position after its own first character, so where no lookbehind's text
+        does (`LOOKBEHINDS`: prose is not in `/invoke>`), the chunk is all the context needed. (Whether a
+        fast path took the chunk is told by the buffer being the chunk itself: every other path builds a
+        new string from a nonempty buffer, except mode lead's for a chunk that is all run, which leaves
+        the buffer alone and is told apart first, since the buffer may be that very object.)"""
         before, pieces, mode = self._buf, self._run_pieces, self._mode
         if mode == _LEAD:
             run = self._run
@@ -591,6 +602,15 @@ class CompiledParser:
         else:
             return self._installed(text)  # (a `feed` bound while this mode was installed)
         if self._buf is text and before:
+            tails = self._LOOKBEHIND_TAILS
+            if tails is not None:
+                pos = self._pos
+                read = text if pos == len(text) else text[:pos]
+                for tail in tails:
+                    if read in tail:
+                        break
+                else:
+                    return events
             context = (before + "".join(pieces) if pieces else before)[-self.CONTEXT :]
             self._buf = context + text
             self._pos += len(context)

@@ -350,11 +350,13 @@ def test_a_chunk_ending_in_a_run_and_a_stem_prefix_is_held_in_mode_lead_without_
 
 # A guard that reads six characters back (`CONTEXT` 6): the `think` field's close `</t>` is shorter, so
 # the state a commit there enters needs characters from before it, perhaps from chunks before the last,
-# which the field's fast modes must keep (no `wide=False`); the `call` field's `</calls>` holds all six.
+# which the field's fast modes must keep (no `wide=False`); the `call` field's `</calls>` holds all six;
+# the `note` field's `</n>` is shorter too, but no lookbehind reads past it (`y</t>` does not hold it).
 WIDE_GUARD = {
     "start_anchor": "S",
     "fields": {
         "think": {"open": "<t>", "close": "</t>"},
+        "note": {"open": "<n>", "close": "</n>"},
         "call": {"open_pattern": "(?:<c>|(?<=xy</t>))\\s*<call>", "close": "</calls>"},
         "content": {"close": "<|end|>"},
     },
@@ -366,14 +368,34 @@ def test_a_state_keeps_wide_context_unless_its_delimiters_hold_it() -> None:
     assert module.ResponseParser.CONTEXT == 6
     assert module.ResponseParser.STATES["think"].wide is None  # `</t>` is 4 characters: keep 6
     assert module.ResponseParser.STATES["call"].wide is False  # `</calls>`: 8
-    text = "<t>ab cd xy</t> <call>1</calls>xy</t><call>2</calls><|end|>"
-    split = ["<t>ab", " cd ", "x", "y", "</t>", " <call>1</calls>x", "y", "</t><call>2</calls><|end|>"]
+    assert module.ResponseParser.STATES["note"].wide is False  # `</n>`: not in what `(?<=xy</t>)` reads
+    text = "<t>ab cd xy</t> <call>1</calls>xy</t><call>2</calls><n>a xy</n>y</t><call>3</calls><|end|>"
+    split = ["<t>ab", " cd ", "x", "y", "</t>", " <call>1</calls>x", "y", "</t><call>2</calls><n>a", " x"]
+    split += ["y", "</n>y", "</", "t><call>3</calls><|end|>"]
     for chunks in [split, *chunkings(text)]:
         _same_as_oracle(WIDE_GUARD, chunks)
     parser = module.ResponseParser("")
     for chunk in ["<c><call>", "a b c", "d e f"]:
         parser.feed(chunk)
     assert parser.feed_mode == "plain" and parser.feed == parser._feed_plain  # (not `_feed_wide`)
+
+
+def test_a_wide_state_keeps_the_context_only_where_a_lookbehind_can_read_it() -> None:
+    """Outside every region, `(?<=xy</t>)` is watched (`_feed_wide`): a chunk that is not in `y</t>` (what
+    the lookbehind reads after its first character) is all the context the next feed needs; one that is
+    keeps the characters before it, which the guard then reads across chunks."""
+    module = respc.compile_template(WIDE_GUARD)
+    parser = module.ResponseParser("")
+    for chunk in ["hello", " there", " friend"]:
+        parser.feed(chunk)
+    assert parser.feed == parser._feed_wide and parser._buf == " friend"
+    parser.feed("x")
+    assert parser._buf == "x"
+    parser.feed("y")
+    assert parser._buf == "xy"  # `y` may be the guard's: the `x` before it is kept
+    parser.feed("</t> <call>1")
+    assert parser.current_field == "call"
+    _same_as_oracle(WIDE_GUARD, ["hello", " there", " friend", "x", "y", "</t> <call>1", "</calls>"])
 
 
 def test_a_prompt_that_opens_a_region_leaves_the_first_chunk_to_a_fast_mode() -> None:

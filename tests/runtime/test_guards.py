@@ -74,9 +74,11 @@ TEMPLATES = [
             "content": {"close_pattern": r"\s*(?:<a>|助：|<\|e\|>)"},
         },
     },
-    {  # MiniMax-M2: a wide lookbehind guard (calls follow one another after `</inv>`); context 6
+    {  # MiniMax-M2: a wide lookbehind guard (calls follow one another after `</inv>`); context 6, which
+        # the reasoning's shorter `</r>` need not keep (no lookbehind reads past it: `State.wide`)
         "start_anchor": "S",
         "fields": {
+            "reasoning_content": {"open": "<r>", "close": "</r>"},
             "tool_calls": {
                 "open_pattern": r"(?:\s*<c>|(?<=</inv>))\s*<i n=(?P<name>\w+)>",
                 "close": "</inv>",
@@ -223,13 +225,14 @@ def test_edge_streams_agree_with_transformers(
 @pytest.mark.parametrize(
     ("pattern", "expected"),
     [
-        (r"^(?=\[)", ("", "", 0)),
-        (r"^(?=\[)|<\|ps\|>", (r"<\|ps\|>", "", 0)),
-        (r"(?:^|\n\n)(?=\[[a-z])", (r"\n\n(?=\[[a-z])", "", 0)),
-        (r"^\s*x|(?<=;)\s*y", ("", ";", 1)),
-        (r"\s*<t>|(?<=[;,])f\(", (r"\s*<t>", ",;", 1)),
-        (r"\A<a>|b", ("b", "", 0)),
-        (r"(?:\s*<c>|(?<=</i>))\s*<a>", (r"\s*<c>\s*<a>", ">", 4)),
+        (r"^(?=\[)", ("", "", 0, ())),
+        (r"^(?=\[)|<\|ps\|>", (r"<\|ps\|>", "", 0, ())),
+        (r"(?:^|\n\n)(?=\[[a-z])", (r"\n\n(?=\[[a-z])", "", 0, ())),
+        (r"^\s*x|(?<=;)\s*y", ("", ";", 1, ())),
+        (r"\s*<t>|(?<=[;,])f\(", (r"\s*<t>", ",;", 1, ())),
+        (r"\A<a>|b", ("b", "", 0, ())),
+        (r"(?:\s*<c>|(?<=</i>))\s*<a>", (r"\s*<c>\s*<a>", ">", 4, ("</i>",))),
+        (r"(?<=ab)x|(?<=</i>)y|(?<=;)z", ("", ";>b", 4, ("</i>", "ab"))),
         # Not guards: no guarded branch, a lookbehind that reads a pattern, a lookbehind elsewhere, a
         # repeated group, inline flags (`(?m)^` matches after every newline).
         (r"<a>|b", None),
@@ -242,10 +245,12 @@ def test_edge_streams_agree_with_transformers(
         (r"^?<x>|<y>", None),
         (r"\A{0,1}x|y", None),
         (r"(?:^*|z)<x>", None),
-        (r"a|[|]|^b", ("a|[|]", "", 0)),
+        (r"a|[|]|^b", ("a|[|]", "", 0, ())),
     ],
 )
-def test_guarded_branches_are_read_as_written(pattern: str, expected: tuple[str, str, int] | None) -> None:
+def test_guarded_branches_are_read_as_written(
+    pattern: str, expected: tuple[str, str, int, tuple[str, ...]] | None
+) -> None:
     assert guarded(pattern) == expected
 
 

@@ -24,12 +24,13 @@ _WIDEST = 32  # the widest literal lookbehind read as a guard (the parser keeps 
 LOOKS_BACK = re.compile(r"\(\?<[=!]|\(\?[a-zA-Z0-9^-]*[wr][a-zA-Z0-9^-]*[:)]")
 
 
-def guarded(pattern: str) -> tuple[str, str, int] | None:
-    """`(rest, guard, width)` when some top-level branch of `pattern` (or of a leading non-capturing group,
-    as in `(?:^|\\n\\n)X`) is guarded: `rest` is the alternation of the unguarded branches ("" when every
-    branch is guarded), `guard` the characters right after which a guarded branch can match ("" when each
-    is anchored at the start), `width` how far back the guards' lookbehinds read (0 for anchors alone;
-    `(?<=</invoke>)` reads 9 characters and can match only after a `>`). None when no branch is guarded,
+def guarded(pattern: str) -> tuple[str, str, int, tuple[str, ...]] | None:
+    """`(rest, guard, width, texts)` when some top-level branch of `pattern` (or of a leading non-capturing
+    group, as in `(?:^|\\n\\n)X`) is guarded: `rest` is the alternation of the unguarded branches ("" when
+    every branch is guarded), `guard` the characters right after which a guarded branch can match ("" when
+    each is anchored at the start), `width` how far back the guards' lookbehinds read (0 for anchors alone;
+    `(?<=</invoke>)` reads 9 characters and can match only after a `>`), `texts` the literals of the
+    lookbehinds wider than one character (`("</invoke>",)`). None when no branch is guarded,
     when a branch looks back otherwise (the patterns then need the whole consumed text), or when the
     pattern is outside the syntax the analyses read."""
     if not is_plain(pattern):
@@ -37,15 +38,17 @@ def guarded(pattern: str) -> tuple[str, str, int] | None:
     branches = _branches(pattern)
     if branches is None:
         return None
-    rest, guard, width, found = [], set(), 0, False
+    rest, guard, width, texts, found = [], set(), 0, set(), False
     for branch in branches:
-        kind, reads, after = _guard_of(branch)
+        kind, reads, after, text = _guard_of(branch)
         if kind is None:
             rest.append(branch)
         else:
             found = True
             guard |= set(kind)
             width = max(width, reads)
+            if reads > 1:
+                texts.add(text)
         if LOOKS_BACK.search(after):
             return None
     if not found:
@@ -56,7 +59,7 @@ def guarded(pattern: str) -> tuple[str, str, int] | None:
             parse(joined)
     except Exception:
         return None
-    return joined, "".join(sorted(guard)), width
+    return joined, "".join(sorted(guard)), width, tuple(sorted(texts))
 
 
 # The anchors that read nothing before the position they are tried at (`$` and `\Z` read what follows).
@@ -129,28 +132,28 @@ def _reads_before(items: list) -> bool:
     return False
 
 
-def _guard_of(branch: str) -> tuple[str | None, int, str]:
-    """`(guard, width, after)`: ("", 0) for a branch anchored at the start; for one that starts with a
-    lookbehind `(?<=...)` of a literal (or of one character of a small literal set), the characters its
-    match must come right after and the lookbehind's width; (None, 0) for an unguarded branch. `after` is
-    the branch past its guard."""
-    found: tuple[str | None, int, str] = (None, 0, branch)
+def _guard_of(branch: str) -> tuple[str | None, int, str, str]:
+    """`(guard, width, after, text)`: ("", 0) for a branch anchored at the start; for one that starts with
+    a lookbehind `(?<=...)` of a literal (or of one character of a small literal set), the characters its
+    match must come right after, the lookbehind's width and its literal ("" for a set); (None, 0) for an
+    unguarded branch. `after` is the branch past its guard."""
+    found: tuple[str | None, int, str, str] = (None, 0, branch, "")
     for anchor in ("^", "\\A"):
         if branch.startswith(anchor):
-            found = "", 0, branch[len(anchor) :]
+            found = "", 0, branch[len(anchor) :], ""
     if branch.startswith("(?<="):
         end = _group_end(branch, 0)
         read = None if end is None else _lookbehind(branch[4 : end - 1])
         if read is not None:
-            found = read[0], read[1], branch[end:]
+            found = read[0], read[1], branch[end:], read[2]
     if found[2][:1] in ("*", "+", "?", "{"):
-        return None, 0, branch  # `^?x`, `(?<=;)*x`: the `regex` module repeats the guard, perhaps never
+        return None, 0, branch, ""  # `^?x`, `(?<=;)*x`: the `regex` module repeats the guard, perhaps never
     return found
 
 
-def _lookbehind(body: str) -> tuple[str, int] | None:
-    """`(last characters, width)` of a lookbehind that reads a literal (up to 32 characters), or one
-    character of a class of at most four literals; None for any other."""
+def _lookbehind(body: str) -> tuple[str, int, str] | None:
+    """`(last characters, width, literal)` of a lookbehind that reads a literal (up to 32 characters), or
+    one character of a class of at most four literals (literal ""); None for any other."""
     try:
         items = parse(body)
     except Exception:
@@ -158,11 +161,11 @@ def _lookbehind(body: str) -> tuple[str, int] | None:
     if not items:
         return None
     if all(str(op) == "LITERAL" for op, _ in items) and len(items) <= _WIDEST:
-        return chr(items[-1][1]), len(items)
+        return chr(items[-1][1]), len(items), "".join(chr(value) for _, value in items)
     op, av = items[0]
     if len(items) == 1 and str(op) == "IN" and av and all(str(kind) == "LITERAL" for kind, _ in av):
         if len(av) <= 4:
-            return "".join(chr(value) for _, value in av), 1
+            return "".join(chr(value) for _, value in av), 1, ""
     return None
 
 

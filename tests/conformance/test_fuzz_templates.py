@@ -200,6 +200,10 @@ def delimiter(draw: st.DrawFn, captures: bool) -> Delim:
         (ea + ".*?" + eb, (a + "x" + b, a + b)),
         ("(?i)" + regex.escape(a.upper()), (a, a.upper())),
         ("(?<=a)" + ea, ("a" + a,)),
+        # A lookbehind guard that may read several characters (MiniMax-M2's `(?<=</invoke>)`): the parser
+        # keeps that much context only where the lookbehind can read it (`LOOKBEHINDS`, `State.wide`).
+        ("(?<=" + eb + ")" + ea, (b + a, a)),
+        ("(?:" + ea + "|(?<=" + eb + r"))\s*y", (a + "y", b + " y", b + "y")),
         (ea + r"\b", (a + "x", a)),
         (r"\b" + ea, (a, "x" + a)),
         (ea + "(?=" + eb + ")", (a + b,)),

@@ -749,8 +749,19 @@ class CompiledParser:
                 return []
             pattern = self._held_pattern
             if pattern is None and held in self._REGEX_STEM_PREFIXES:
-                # Held as a stem's proper prefix, and no longer one: a regex delimiter's stem may be
-                # complete, which its partial search tells more cheaply than a pass.
+                # Held as a stem's proper prefix, and no longer one. Most often nothing starts in the text
+                # any more (`</stept` then `ml:p`, where `</steptml:invoke>` is watched): it is routed,
+                # without the partial search and the tests of a commit there, which could find nothing.
+                if self._run is None and self._opened:  # (mode plain's states have no lead run)
+                    for stem in self._stems:
+                        if stem in grown:
+                            break  # (complete: a commit's, or the pass's, to tell)
+                    else:
+                        routed = self._release_held(grown)
+                        if routed is not None:
+                            return routed
+                # Else a regex delimiter's stem may be complete, which its partial search tells more
+                # cheaply than a pass.
                 pattern = self._held_pattern = self._stem_pattern(held)  # (kept while it holds)
             if pattern is not None:
                 known = pattern.partials
@@ -803,9 +814,6 @@ class CompiledParser:
                 and self._opened
                 and self._starts_nothing(grown)
             ):
-                # The held text and the chunk start nothing (`<` then `para`, in a tool call's body): the
-                # pass would route them whole and settle mode plain (`_skips_scan`, `_route_skipping_scan`,
-                # `_settle`), written out here. (The buffer keeps them all as context: at least `CONTEXT`.)
                 self._buf = grown
                 self._pos = len(grown)
                 self._held = None
@@ -818,6 +826,33 @@ class CompiledParser:
                 self.feed = self._plain_mode()
                 return [{"type": "region_chunk", "field": self._current, "text": grown, "dirty": self._dirty}]
         return self._pass(text) if self._mode == _HELD else self._installed(text)
+
+    def _release_held(self, grown: str) -> list[dict] | None:
+        """Mode held's chunk when the held text and it start nothing (`<` then `para`, in a tool call's
+        body, in a state of mode plain): the pass would route them whole and settle mode plain
+        (`_skips_scan`, `_route_skipping_scan`, `_settle`), written out here; None when they may start
+        something. (The buffer keeps them all as context: at least `CONTEXT`.)"""
+        state = self.STATES[self._current]
+        if (
+            state.mode == "plain"
+            and state.guard is None
+            and (not self._WIDE or state.wide is False)
+            and self._current is not None
+            and self._opened
+            and self._starts_nothing(grown)
+        ):
+            self._buf = grown
+            self._pos = len(grown)
+            self._held = None
+            self._empty_open = False
+            parts = self._parts
+            parts.append(grown)
+            if len(parts) >= self._parts_limit:
+                self._coalesce()
+            self._mode = _PLAIN
+            self.feed = self._plain_mode()
+            return [{"type": "region_chunk", "field": self._current, "text": grown, "dirty": self._dirty}]
+        return None
 
     def _feed_pending(self, text: str) -> list[dict]:
         """Mode pending: where a guarded branch may match (`State.guard`), the held text is a partial match

@@ -424,3 +424,40 @@ def test_a_prompt_that_opens_a_region_leaves_the_first_chunk_to_a_fast_mode() ->
     chunks = chunkings(case["text"], seed=3)[-1]
     ours = respc_stream(module.TEMPLATE, case["prefix"], chunks)
     assert_same(ours, oracle_stream(module.TEMPLATE, case["prefix"], chunks), module.TEMPLATE, repr(chunks))
+
+
+def test_a_regex_stem_prefix_that_stops_being_one_is_routed_without_a_pass() -> None:
+    """Step-3's tool call is closed by a regex, `</steptml:invoke>\\s*<｜tool_call_end｜>`: a parameter's
+    `</steptml:parameter>` is held while it is a prefix of that stem, then routed by mode held once it
+    is not (nothing starts in it), without a pass, nor the partial search and the commit's tests. Held
+    text that still may start something (`</s` at the chunk's end, or the stem itself) takes those, as
+    before."""
+    module = respc.load_preset("step3")
+    opener = '<｜tool_calls_begin｜><｜tool_call_begin｜><steptml:invoke name="f">'
+    param = '<steptml:parameter name="x">1</steptml:parameter>'
+    end = "</steptml:invoke><｜tool_call_end｜><｜tool_calls_end｜>"
+    parser = module.ResponseParser("")
+    parser.feed(opener + '<steptml:parameter name="x">1</stept')
+    assert parser.feed_mode == "held" and parser.current_field == "tool_calls"
+    passes: list[str] = []
+    for name in ("_process", "_commit_held", "_stem_pattern"):
+        method = getattr(parser, name)
+        setattr(parser, name, lambda *args, n=name, m=method: passes.append(n) or m(*args))
+    assert parser.feed("ml:p") == [
+        {"type": "region_chunk", "field": "tool_calls", "text": "</steptml:p", "dirty": True}
+    ]
+    assert not passes and parser.feed_mode == "plain"
+    for chunks in (
+        [opener, param[:-14], param[-14:-10], param[-10:], end],
+        [
+            opener + param[:-14],
+            "ml:p",
+            "x</s",
+            "teptml:inv",
+            "oke><｜tool_call_end｜>",
+            "<｜tool_calls_end｜>",
+        ],
+        [opener, "1</stept", "x</s", "tept", "ml:invoke><｜tool_call_end｜><｜tool_calls_end｜>"],
+        *chunkings(opener + param + param + end, random_splits=3),
+    ):
+        _same_as_oracle(module.TEMPLATE, chunks)

@@ -434,11 +434,12 @@ class State:
     def wide(self) -> bool | None:
         """`State.wide` for the row: False where the template keeps more than one character of context (a
         guard's lookbehind reads further back: `CONTEXT`) but this state needs none of it: none of its own
-        delimiters looks back that far, and each it watches is at least `CONTEXT` characters long, so the
-        state a commit here enters finds that much context in the committed delimiter, which the buffer
-        holds whole (MiniMax-M2's tool call, which `</invoke>` closes), or is a literal no lookbehind can
-        read past (`_no_lookbehind_reaches`: its reasoning, which `</think>` closes). Its fast modes then
-        keep only the chunk as the buffer; None elsewhere (not written: the class's `CONTEXT` decides)."""
+        delimiters looks back that far, and each it watches either is at least `CONTEXT` characters long,
+        so the state a commit here enters finds that much context in the committed delimiter, which the
+        buffer holds whole (MiniMax-M2's tool call, which `</invoke>` closes), or is a literal no
+        lookbehind can read past (`_no_lookbehind_reaches`: its reasoning, which `</think>` closes). Its
+        fast modes then keep only the chunk as the buffer; None elsewhere (not written: the class's
+        `CONTEXT` decides)."""
         if self.context is None or self.context <= 1 or not self.watches:
             return None
         if any(d.guard_width > 1 for d in self.watches):

@@ -61,12 +61,13 @@ class State:
       only (`CompiledParser._commit_held`), not searched.
     - `wide`: False for a state whose fast modes may keep only the chunk as the buffer in a template whose
       guard looks back more than one character (`CONTEXT` > 1): none of its own delimiters looks back
-      that far, and each it watches is at least `CONTEXT` characters long, so a state entered by a commit
-      here finds that much context in the delimiter itself, or is a literal that no lookbehind can read
-      past (`LOOKBEHINDS` do not hold it after their first character). None: as `CONTEXT` says.
+      that far, and each it watches either is at least `CONTEXT` characters long (a state entered by a
+      commit here finds that much context in the delimiter itself) or is a literal that no lookbehind can
+      read past (no literal of `LOOKBEHINDS` holds it after its first character). None: as `CONTEXT`
+      says.
 
-    `start_char` may hold several characters (up to three): the fast modes then test a chunk for each,
-    and for the guard characters too.
+    `start_char` may hold several characters (up to three): the fast modes then test a chunk for all of
+    them and the guard characters at once (`several`, a set).
     """
 
     __slots__ = (

@@ -805,26 +805,9 @@ class CompiledParser:
             for stem in self._stems:
                 if stem in grown:
                     return self._pass(text, False)  # a starter is there: `_skips_scan` would say no
-            state = self.STATES[self._current]
-            if (
-                state.mode == "plain"
-                and state.guard is None
-                and (not self._WIDE or state.wide is False)
-                and self._current is not None
-                and self._opened
-                and self._starts_nothing(grown)
-            ):
-                self._buf = grown
-                self._pos = len(grown)
-                self._held = None
-                self._empty_open = False
-                parts = self._parts
-                parts.append(grown)
-                if len(parts) >= self._parts_limit:
-                    self._coalesce()
-                self._mode = _PLAIN
-                self.feed = self._plain_mode()
-                return [{"type": "region_chunk", "field": self._current, "text": grown, "dirty": self._dirty}]
+            routed = self._release_held(grown)
+            if routed is not None:
+                return routed
         return self._pass(text) if self._mode == _HELD else self._installed(text)
 
     def _release_held(self, grown: str) -> list[dict] | None:
@@ -843,7 +826,7 @@ class CompiledParser:
         ):
             self._buf = grown
             self._pos = len(grown)
-            self._held = None
+            self._held = self._held_pattern = None
             self._empty_open = False
             parts = self._parts
             parts.append(grown)
@@ -1163,7 +1146,7 @@ class CompiledParser:
             if char in text:
                 break
         else:
-            return True  # (the commonest answer, asked of every chunk in a state with several)
+            return True  # (the commonest answer)
         guard = state.guard
         if guard:
             for char in guard:

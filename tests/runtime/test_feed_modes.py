@@ -109,6 +109,30 @@ def test_literal_regions_are_plain_and_a_null_sink_discards() -> None:
     _same_as_oracle(template, chunks)
 
 
+def test_discard_tests_several_start_characters_at_once() -> None:
+    """Outside the regions of a template without implicit field, opened by `<a>` and `[b]`: a chunk that
+    holds neither `<` nor `[` is dropped by mode discard (`State.several`); one that holds either goes the
+    general way."""
+    template = {
+        "start_anchor": "S",
+        "fields": {"x": {"open": "<a>", "close": "</a>"}, "y": {"open": "[b]", "close": "[/b]"}},
+    }
+    module = respc.compile_template(template)
+    assert module.ResponseParser.STATES[None].several == frozenset("<[")
+    parser = module.ResponseParser("")
+    parser.feed("noise ")
+    assert parser.feed_mode == "discard"
+    general: list[bool] = []
+    work = parser._general
+    parser._general = lambda *args: general.append(True) or work(*args)  # type: ignore
+    assert parser.feed("more text") == [] and not general
+    parser.feed("a [ b")
+    assert general
+    chunks = ["noise ", "more", "a [ b", " <", "a>x</a>", "tail", "[b", "]y[/b]", "end"]
+    for split in [chunks, *chunkings("".join(chunks))]:
+        _same_as_oracle(template, split)
+
+
 @pytest.mark.parametrize("chunk", ["", 5, b"x"])
 def test_a_chunk_no_mode_takes_goes_the_general_way(chunk: Any) -> None:
     """Empty and non-str chunks: the general mode answers them as upstream (nothing, or TypeError)."""

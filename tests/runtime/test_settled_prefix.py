@@ -159,6 +159,21 @@ def test_a_subclass_keeps_its_own_memo() -> None:
     assert _state(parser) == _state(base("<think>\n"))
 
 
+def test_a_subclass_whose_pass_sets_an_attribute_of_its_own_is_not_remembered() -> None:
+    """A generated class's pass sets the attributes `_SETTLED_ORDER` names, read by name; a subclass's
+    may set more, which `_resume` would not restore: such a pass is replayed every time."""
+    base = respc.load_preset("qwen3_5").ResponseParser
+
+    class Marked(base):  # type: ignore[misc, valid-type]
+        def _open(self, *args: Any) -> None:
+            super()._open(*args)
+            self.opened_here = True
+
+    for _ in range(2):
+        parser = Marked("<think>\n")
+        assert parser.opened_here and not _remembered(Marked, parser)
+
+
 def test_a_list_in_the_defaults_is_each_parsers_own() -> None:
     """A default list (which a repeating field appends to) makes the state one the memo does not keep: each
     parser's calls stay its own, as in transformers."""

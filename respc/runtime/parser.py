@@ -460,10 +460,11 @@ class CompiledParser:
         if type(text) is not str or not text:
             return None
         if mode == _LEAD:
-            start = self._start_char
             if (
-                start in text if start else not self.STATES[self._current].several.isdisjoint(text)
-            ) and not self._starts_nothing(text):
+                self._start_char in text
+                and (self._start_char or not self.STATES[self._current].several.isdisjoint(text))
+                and not self._starts_nothing(text)
+            ):
                 return None
             if (
                 (not self._WIDE or self.STATES[self._current].wide is False)
@@ -482,8 +483,10 @@ class CompiledParser:
             start = self._start_char
             if self.CONTEXT or not start:  # `_plain_mode`'s choice: not `_feed_plain_literal`
                 if (
-                    start in text if start else not self.STATES[self._current].several.isdisjoint(text)
-                ) and not self._starts_nothing(text):
+                    start in text
+                    and (start or not self.STATES[self._current].several.isdisjoint(text))
+                    and not self._starts_nothing(text)
+                ):
                     return None
                 if not self._WIDE or self.STATES[self._current].wide is False:
                     self._buf = text  # `_feed_plain`
@@ -555,13 +558,13 @@ class CompiledParser:
         routed whole. (`in` costs a third of a `str.find` call, but takes a list: any other type, a str
         subclass too, goes the general way, which raises TypeError as upstream; `type`, not `__class__`,
         which an object can fake.)"""
-        start = self._start_char
         if (
             self._mode == _PLAIN
             and text
             and type(text) is str
             and (
-                (start not in text if start else self.STATES[self._current].several.isdisjoint(text))
+                self._start_char not in text
+                or (not self._start_char and self.STATES[self._current].several.isdisjoint(text))
                 or self._starts_nothing(text)
             )
         ):
@@ -634,12 +637,14 @@ class CompiledParser:
     def _feed_discard(self, text: str) -> list[dict]:
         """Mode discard: outside every region of a template without an implicit field, a chunk holding no
         start character is dropped."""
-        start = self._start_char
         if (
             self._mode == _DISCARD
             and text
             and type(text) is str
-            and (start not in text if start else self.STATES[self._current].several.isdisjoint(text))
+            and (
+                self._start_char not in text
+                or (not self._start_char and self.STATES[self._current].several.isdisjoint(text))
+            )
         ):
             if self.CONTEXT:
                 self._buf = text  # the chunk is the context kept
@@ -670,9 +675,9 @@ class CompiledParser:
             # here. Answering directly keeps the empty deltas of a streaming detokenizer from sending a
             # held run through the general mode (rejoined, rescanned).
             return []
-        start = self._start_char
         if type(text) is str and (
-            (start not in text if start else self.STATES[self._current].several.isdisjoint(text))
+            self._start_char not in text
+            or (not self._start_char and self.STATES[self._current].several.isdisjoint(text))
             or self._starts_nothing(text)
         ):
             run = self._run

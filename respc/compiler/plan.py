@@ -18,6 +18,7 @@ import regex
 
 from respc.compiler.analysis import (
     LOOKS_BACK,
+    anchored_heads,
     backtracking_risk,
     branch_lead,
     empty_together,
@@ -99,6 +100,9 @@ class Delimiter:
     guard: str | None = None
     guard_width: int = 0  # how far back the guards' lookbehinds read
     guard_texts: tuple[str, ...] = ()  # the literals of its lookbehinds wider than one character
+    # The characters the text at the buffer's start must begin with for a branch anchored there to match
+    # (`anchored_heads`: "" when none is anchored; None when unknown).
+    anchored: str | None = None
     # What the fast modes see instead of the delimiter: its unguarded branches, as a delimiter of their
     # own (None when every branch is guarded), or, for an alternation whose branches start with one
     # class of run or none (`branch_lead`), the delimiter as a lead-run delimiter (for its facts only).
@@ -405,6 +409,22 @@ class State:
         it (the runtime checks)."""
         guards = [d.guard for d in self.watches if d.guard is not None]
         return None if not guards else "".join(sorted(set("".join(guards))))
+
+    @property
+    def anchored(self) -> str | None:
+        """For a state with guarded branches (`guard`), the characters the text at the buffer's start must
+        begin with for one anchored there to match or match partially (`Delimiter.anchored`); None when
+        unknown (or no branch is guarded). At position 0 a chunk that begins with none of them is judged
+        by the fast modes' facts, as past the start."""
+        if self.guard is None:
+            return None
+        heads: set[str] = set()
+        for d in self.watches:
+            if d.guard is not None:
+                if d.anchored is None:
+                    return None
+                heads.update(d.anchored)
+        return "".join(sorted(heads))
 
     @property
     def starters(self) -> tuple[str, ...]:
@@ -922,6 +942,7 @@ def _delimiter(field: Field, ident: str, kind: str, anchor: Anchor, target: Targ
             guard=None if guard is None else guard[1],
             guard_width=0 if guard is None else guard[2],
             guard_texts=() if guard is None else guard[3],
+            anchored=None if guard is None else anchored_heads(anchor.pattern),
             view=view,
         )
         if branches is not None:

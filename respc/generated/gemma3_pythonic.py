@@ -191,6 +191,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_outside,
             start_char="<\n",
             guard="",
+            anchored="[",
             stems=(
                 "<end_of_turn>",
                 "<eos>",

@@ -190,6 +190,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_outside,
             start_char="<",
             guard="",
+            anchored="[",
             stems=(
                 "<|eom_id|>",
                 "<|eot_id|>",

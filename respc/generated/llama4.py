@@ -190,6 +190,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_outside,
             start_char="<",
             guard="",
+            anchored="[",
             stems=(
                 "<|python_start|>",
                 "<|eom|>",

@@ -53,6 +53,10 @@ class State:
       match, "" when each is anchored at the buffer's start (`^...`); None when there is none. The facts
       above leave those branches out: they hold only past the buffer's start, where none of these
       characters is in the text looked at nor just before it.
+    - `anchored`: for a state with a `guard`, the characters the text at the buffer's start must begin
+      with for a branch anchored there (`^...`) to match or match partially (`^(?=\\[)`: "["); None when
+      unknown. A chunk at the start that begins with none of them is judged by the facts above, as any
+      later one (once no guard character is in it either).
     - `dirty`: the flag of the chunks routed in this state.
     - `watch`: every watched delimiter, in the scan's tie-break order, as `(delimiter, is_open, field,
       recheck)`: the delimiter a regex's whole pattern or a tuple of literals; `recheck`, whether a regex
@@ -71,6 +75,7 @@ class State:
     """
 
     __slots__ = (
+        "anchored",
         "dirty",
         "end_scan",
         "entered",
@@ -102,6 +107,7 @@ class State:
         starters: tuple[str, ...] | None = None,
         patterns: tuple[Any, ...] = (),
         guard: str | None = None,
+        anchored: str | None = None,
         dirty: bool = False,
         watch: tuple[tuple[Any, bool, Any, bool], ...] = (),
         wide: bool | None = None,
@@ -119,6 +125,7 @@ class State:
         self.starters = stems if starters is None else starters
         self.patterns = patterns
         self.guard = guard
+        self.anchored = anchored
         self.dirty = dirty
         self.watch = watch
         self.wide = wide

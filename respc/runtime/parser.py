@@ -538,7 +538,12 @@ class CompiledParser:
         if text and self._pos == len(self._buf) and not self._run_pieces and not self._finalized:
             if self._stems and (held := self._hold_stem(text)) is not None:
                 return held
-            if self._patterns and self.STATES[self._current].guard is not None and not self.UNORDERED:
+            if (
+                self._patterns
+                and self.STATES[self._current].guard is not None
+                and not self.UNORDERED
+                and not self._unguarded(self._buf, self._pos, text)
+            ):
                 # Where a guard may match (the response's start, or right after `</invoke>`), the chunk
                 # that a watched regex delimiter's partial search holds from the scan position is held,
                 # as the pass would hold it (mode pending's fact), without the pass.
@@ -1175,14 +1180,21 @@ class CompiledParser:
 
     def _unguarded(self, buf: str, pos: int, text: str = "") -> bool:
         """Whether no guarded branch of a watched delimiter (`State.guard`) can match in `buf[pos:]` and
-        `text`: the parser is past the buffer's start, and no guard character is in them or just before
-        them (a branch `^...` matches only at transformers' position 0, which it never trims away, and a
-        branch `(?<=;)...` only right after a `;`)."""
-        guard = self.STATES[self._current].guard
+        `text`: the parser is past the buffer's start (or the text there begins no anchored branch), and
+        no guard character is in them or just before them (a branch `^...` matches only at transformers'
+        position 0, which it never trims away, and a branch `(?<=;)...` only right after a `;`)."""
+        state = self.STATES[self._current]
+        guard = state.guard
         if guard is None:
             return True
         if pos < 1:
-            return False
+            # At the start, unless what is there begins with none of the characters an anchored branch
+            # reads first (`State.anchored`): a reply that starts with prose, beside gemma3's `^(?=\[)`.
+            heads = state.anchored
+            head = buf[pos : pos + 1] or (text[:1] if type(text) is str else "")
+            if heads is None or not head or head in heads:
+                return False
+            pos = 1  # (the guard characters are then looked for from the start)
         for char in guard:
             if char in text or _find(buf, char, pos - 1) >= 0:
                 return False

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from support.compare import SUPPORTED_TARGETS, assert_same, chunkings, oracle_stream, respc_stream
 
 import respc
-from respc.compiler.analysis import guarded
+from respc.compiler.analysis import anchored_heads, guarded
 from respc.compiler.plan import plan_parser
 from respc.spec import load_template
 
@@ -211,6 +211,20 @@ def test_streams_agree_with_transformers(
         (8, "xS", ["<think>", "hm", " <|t", "c|>x", "</s>"]),
         (8, "xS", ["<think>hm", "<|tc|>", "a [T", "C]b", "</s>"]),
         (7, "xS", ["hi", "<x>a</t>b", "<y>c</t></s>"]),
+        # At the start, a chunk that begins with no character an anchored branch reads first is judged by
+        # the other branches (`State.anchored`); one that does, or an empty start, is not.
+        (1, "xS", ["hi [f()]", "<|e|>"]),
+        (1, "xS", ["hi", " [f()]<|e|>"]),
+        (1, "xS", ["<", "|ps|>[f()]<|pe|>"]),
+        (1, "xS", ["<|p", "s|>", "[f()]<|pe|>"]),
+        (1, "xS", ["", "[f()]<|e|>"]),
+        (1, "xS", ["[", "f()]<|e|>"]),
+        (2, "xS", ["hi\n\n[a]<e>"]),
+        (2, "xS", ["\n", "\n[a]<e>"]),
+        (2, "xS", ["\n\n", "[a]<e>"]),
+        (2, "xS", ["<e", "os>"]),
+        (6, "xS", ["hi</inv>", " <i n=f>1</inv><|e|>"]),
+        (6, "xS", ["</inv>", "<i n=f>1</inv>"]),
     ],
 )
 @pytest.mark.parametrize("target", SUPPORTED_TARGETS)
@@ -252,6 +266,46 @@ def test_guarded_branches_are_read_as_written(
     pattern: str, expected: tuple[str, str, int, tuple[str, ...]] | None
 ) -> None:
     assert guarded(pattern) == expected
+
+
+@pytest.mark.parametrize(
+    ("pattern", "expected"),
+    [
+        (r"^(?=\[)", "["),
+        (r"^(?=\[)|<\|ps\|>", "["),
+        (r"(?:^|\n\n)(?=\[[a-z])", "["),
+        (r"^[ab]c|\A(?=d)|x", "abd"),
+        (r"(?<=;)x|(?:\s*<c>|(?<=</i>))\s*<a>", ""),  # no branch anchored: none matches at the start
+        # Unknown: a branch that matches the empty string there, or reads a class or a run first.
+        (r"(?:^|<think>\s*)", None),
+        (r"^\s*(?=\{)|(?<=;)\s*(?=\{)", None),
+        (r"^(?=[a-z])", None),
+        (r"^.x", None),
+    ],
+)
+def test_anchored_branches_are_read_by_their_first_characters(pattern: str, expected: str | None) -> None:
+    assert anchored_heads(pattern) == expected
+
+
+@pytest.mark.parametrize(("index", "first"), [(1, "hi [f()]"), (2, "hi [a]")])
+def test_a_reply_that_starts_with_prose_takes_no_pass_beside_an_anchored_opener(
+    index: int, first: str
+) -> None:
+    """llama4's and gemma3's tool calls open with `^(?=\\[)`: at the buffer's start, a chunk that begins
+    otherwise is routed without a pass (the guard says nothing about it); one that begins with `[` takes
+    the pass, which opens the call."""
+    module = respc.compile_template(TEMPLATES[index])
+    parser = module.ResponseParser("xS")
+    passes: list[bool] = []
+    process = parser._process
+    parser._process = lambda *args: passes.append(True) or process(*args)  # type: ignore[method-assign]
+    parser.feed(first)
+    assert not passes
+    opener = module.ResponseParser("xS")
+    process = opener._process
+    opener._process = lambda *args: passes.append(True) or process(*args)  # type: ignore[method-assign]
+    assert opener.feed("[a]")[0] == {"type": "region_open", "field": "tool_calls"}
+    assert passes
 
 
 @pytest.mark.parametrize(

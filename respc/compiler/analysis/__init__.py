@@ -21,7 +21,7 @@ an unsure empty match refuses the template, an unsure lead split keeps the plain
 
 from respc.compiler.analysis.backtracking import backtracking_risk
 from respc.compiler.analysis.empty import empty_together, may_match_empty
-from respc.compiler.analysis.guards import LOOKS_BACK, guarded, reads_back, reads_before
+from respc.compiler.analysis.guards import LOOKS_BACK, anchored_heads, guarded, reads_back, reads_before
 from respc.compiler.analysis.lead import branch_lead, literal_run, split_lead
 from respc.compiler.analysis.rare import rare_char
 from respc.compiler.analysis.stable import stable_end
@@ -39,6 +39,7 @@ from respc.compiler.analysis.syntax import is_plain
 
 __all__ = [
     "LOOKS_BACK",
+    "anchored_heads",
     "backtracking_risk",
     "branch_lead",
     "empty_together",

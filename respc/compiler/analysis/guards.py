@@ -14,9 +14,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+import regex
+
+from respc.compiler.analysis.starts import match_first_chars
 from respc.compiler.analysis.syntax import is_plain, parse, plain_items
 
-__all__ = ["LOOKS_BACK", "guarded", "reads_back", "reads_before", "split_branches"]
+__all__ = ["LOOKS_BACK", "anchored_heads", "guarded", "reads_back", "reads_before", "split_branches"]
 
 # Syntax that looks behind the scan position, or changes how far back a boundary looks (a guard's own
 # lookbehind is set aside before this is asked).
@@ -60,6 +63,34 @@ def guarded(pattern: str) -> tuple[str, str, int, tuple[str, ...]] | None:
     except Exception:
         return None
     return joined, "".join(sorted(guard)), width, tuple(sorted(texts))
+
+
+def anchored_heads(pattern: str) -> str | None:
+    """The characters the text at the buffer's start must begin with for a branch of `pattern` anchored
+    there (`^...`) to match, or match partially, at all: the few literal characters such a branch reads
+    first past its anchor (`^(?=\\[)` reads `[`); "" when no branch is anchored. None when unknown: a
+    branch that can match the empty string there (`(?:^|<think>)`), or reads a class, or anything outside
+    the syntax the analyses read. Elsewhere than at position 0 an anchored branch never matches, so a
+    chunk at the start that begins otherwise is judged by the unguarded branches alone, as any later one
+    (gemma3's and llama4's `^(?=\\[)`: a reply that starts with prose)."""
+    if not is_plain(pattern):
+        return None
+    branches = _branches(pattern)
+    if branches is None:
+        return None
+    heads: set[str] = set()
+    for branch in branches:
+        guard, _, after, _ = _guard_of(branch)
+        if guard != "":
+            continue  # unguarded, or after a lookbehind: never at position 0, where nothing is before
+        first = match_first_chars(after) if after else None
+        if not first:
+            return None
+        for item in first:
+            if regex.escape(item[-1:]) != item:
+                return None  # a range or a class such as `\s`: not a few characters
+            heads.add(item[-1])
+    return "".join(sorted(heads))
 
 
 # The anchors that read nothing before the position they are tried at (`$` and `\Z` read what follows).

@@ -484,9 +484,10 @@ class State:
     @property
     def watch(self) -> bool:
         """Whether the state's row lists its watched delimiters (`State.watch`, in the tie-break order): for
-        a state watching a regex delimiter, whose held partial match, once complete, the runtime commits
-        after testing only the others at its start (`CompiledParser._commit_held`)."""
-        return not self.general and bool(self.patterns)
+        a state of the fast modes, where a held partial match of a regex delimiter, or a held stem's
+        prefix grown into a literal's match, is committed once complete after testing only the others at
+        its start (`CompiledParser._commit_held`, `_commit_literal`)."""
+        return not self.general and bool(self.watches)
 
     @property
     def table_literals(self) -> tuple[str, ...]:

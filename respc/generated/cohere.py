@@ -226,10 +226,24 @@ class ResponseParser(CompiledParser):
     IMPLICIT = None
     STATES: ClassVar[dict] = {
         None: State(
-            mode="discard", scan=_scan_outside, end_scan=_end_outside, start_char="<", stems=_OUTSIDE_LITERALS
+            mode="discard",
+            scan=_scan_outside,
+            end_scan=_end_outside,
+            start_char="<",
+            stems=_OUTSIDE_LITERALS,
+            watch=(
+                ((CONTENT_OPEN,), True, "content", False),
+                ((REASONING_CONTENT_OPEN,), True, "reasoning_content", False),
+                ((TOOL_CALLS_OPEN,), True, "tool_calls", False),
+            ),
         ),
         "content": State(
-            mode="plain", scan=_scan_content, end_scan=_end_content, start_char="<", stems=CONTENT_CLOSE
+            mode="plain",
+            scan=_scan_content,
+            end_scan=_end_content,
+            start_char="<",
+            stems=CONTENT_CLOSE,
+            watch=((CONTENT_CLOSE, False, "content", False),),
         ),
         "reasoning_content": State(
             mode="plain",
@@ -237,6 +251,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_reasoning_content,
             start_char="<",
             stems=(REASONING_CONTENT_CLOSE,),
+            watch=(((REASONING_CONTENT_CLOSE,), False, "reasoning_content", False),),
         ),
         "tool_calls": State(
             mode="plain",
@@ -244,6 +259,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_tool_calls,
             start_char="<",
             stems=(TOOL_CALLS_CLOSE,),
+            watch=(((TOOL_CALLS_CLOSE,), False, "tool_calls", False),),
             dirty=True,
         ),
     }

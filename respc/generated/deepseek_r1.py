@@ -392,6 +392,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_reasoning_content,
             start_char="<",
             stems=(REASONING_CONTENT_CLOSE,),
+            watch=(((REASONING_CONTENT_CLOSE,), False, "reasoning_content", False),),
         ),
         "tool_calls": State(
             mode="plain",
@@ -399,6 +400,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_tool_calls,
             start_char="\n",
             stems=(TOOL_CALLS_CLOSE,),
+            watch=(((TOOL_CALLS_CLOSE,), False, "tool_calls", False),),
             dirty=True,
         ),
     }

@@ -365,9 +365,15 @@ class ResponseParser(CompiledParser):
             end_scan=_end_reasoning_content,
             start_char="<",
             stems=(REASONING_CONTENT_CLOSE,),
+            watch=(((REASONING_CONTENT_CLOSE,), False, "reasoning_content", False),),
         ),
         "content": State(
-            mode="plain", scan=_scan_content, end_scan=_end_content, start_char="<", stems=CONTENT_CLOSE
+            mode="plain",
+            scan=_scan_content,
+            end_scan=_end_content,
+            start_char="<",
+            stems=CONTENT_CLOSE,
+            watch=((CONTENT_CLOSE, False, "content", False),),
         ),
         "tool_calls": State(
             mode="plain",
@@ -375,6 +381,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_tool_calls,
             start_char="<",
             stems=TOOL_CALLS_CLOSE,
+            watch=((TOOL_CALLS_CLOSE, False, "tool_calls", False),),
             dirty=True,
         ),
     }

@@ -290,6 +290,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_reasoning_content,
             start_char="<",
             stems=(REASONING_CONTENT_CLOSE,),
+            watch=(((REASONING_CONTENT_CLOSE,), False, "reasoning_content", False),),
         ),
         "content": State(
             mode="plain",
@@ -297,6 +298,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_content,
             start_char="<",
             stems=(REASONING_CONTENT_CLOSE,),
+            watch=(((REASONING_CONTENT_CLOSE,), False, "content", False),),
         ),
         "tool_calls": State(
             mode="plain",
@@ -304,6 +306,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_tool_calls,
             start_char="<",
             stems=(REASONING_CONTENT_CLOSE,),
+            watch=(((REASONING_CONTENT_CLOSE,), False, "tool_calls", False),),
             dirty=True,
         ),
     }

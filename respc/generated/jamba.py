@@ -306,6 +306,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_tool_calls,
             start_char="<",
             stems=(TOOL_CALLS_CLOSE,),
+            watch=(((TOOL_CALLS_CLOSE,), False, "tool_calls", False),),
             dirty=True,
         ),
     }

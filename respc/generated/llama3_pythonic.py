@@ -210,6 +210,7 @@ class ResponseParser(CompiledParser):
                 "<|eom_id|>",
                 "<|eot_id|>",
             ),
+            watch=((TOOL_CALLS_CLOSE, False, "tool_calls", False),),
             dirty=True,
         ),
     }

@@ -212,6 +212,7 @@ class ResponseParser(CompiledParser):
                 "<|eom|>",
                 "<|eot|>",
             ),
+            watch=((TOOL_CALLS_CLOSE, False, "tool_calls", False),),
             dirty=True,
         ),
     }

@@ -371,6 +371,7 @@ class ResponseParser(CompiledParser):
                 "</think>",
                 "[/THINK]",
             ),
+            watch=((REASONING_CONTENT_CLOSE, False, "reasoning_content", False),),
         ),
         "tool_calls": State(
             mode="plain",

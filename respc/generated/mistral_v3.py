@@ -189,7 +189,15 @@ class ResponseParser(CompiledParser):
     IMPLICIT = "content"
     STATES: ClassVar[dict] = {
         "content": State(
-            mode="plain", scan=_scan_outside, end_scan=_end_outside, start_char="<[", stems=_OUTSIDE_LITERALS
+            mode="plain",
+            scan=_scan_outside,
+            end_scan=_end_outside,
+            start_char="<[",
+            stems=_OUTSIDE_LITERALS,
+            watch=(
+                ((TOOL_CALLS_OPEN,), True, "tool_calls", False),
+                ((TOOL_CALLS_CLOSE,), False, "content", False),
+            ),
         ),
         "tool_calls": State(
             mode="plain",
@@ -197,6 +205,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_tool_calls,
             start_char="<",
             stems=(TOOL_CALLS_CLOSE,),
+            watch=(((TOOL_CALLS_CLOSE,), False, "tool_calls", False),),
             dirty=True,
         ),
     }

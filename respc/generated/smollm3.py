@@ -219,7 +219,16 @@ class ResponseParser(CompiledParser):
     IMPLICIT = "content"
     STATES: ClassVar[dict] = {
         "content": State(
-            mode="plain", scan=_scan_outside, end_scan=_end_outside, start_char="<", stems=_OUTSIDE_LITERALS
+            mode="plain",
+            scan=_scan_outside,
+            end_scan=_end_outside,
+            start_char="<",
+            stems=_OUTSIDE_LITERALS,
+            watch=(
+                ((REASONING_CONTENT_OPEN,), True, "reasoning_content", False),
+                ((TOOL_CALLS_OPEN,), True, "tool_calls", False),
+                ((CONTENT_CLOSE,), False, "content", False),
+            ),
         ),
         "reasoning_content": State(
             mode="plain",
@@ -227,6 +236,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_reasoning_content,
             start_char="<",
             stems=(REASONING_CONTENT_CLOSE,),
+            watch=(((REASONING_CONTENT_CLOSE,), False, "reasoning_content", False),),
         ),
         "tool_calls": State(
             mode="plain",
@@ -234,6 +244,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_tool_calls,
             start_char="<",
             stems=(TOOL_CALLS_CLOSE,),
+            watch=(((TOOL_CALLS_CLOSE,), False, "tool_calls", False),),
             dirty=True,
         ),
     }

@@ -762,7 +762,7 @@ class CompiledParser:
                 # Held as a stem's proper prefix, and no longer one. Most often nothing starts in the text
                 # any more (`</stept` then `ml:p`, where `</steptml:invoke>` is watched): it is routed,
                 # without the partial search and the tests of a commit there, which could find nothing.
-                if self._run is None and self._opened:  # (mode plain's states have no lead run)
+                if self._opened:
                     for stem in self._stems:
                         if stem in grown:
                             break  # (complete: a commit's, or the pass's, to tell)
@@ -814,6 +814,11 @@ class CompiledParser:
                     return []
             for stem in self._stems:
                 if stem in grown:
+                    if pattern is None:
+                        buf = self._buf + text
+                        commit = self._commit_literal(buf, self._pos)
+                        if commit is not None:
+                            return self._take(text, commit)
                     return self._pass(text, False)  # a starter is there: `_skips_scan` would say no
             routed = self._release_held(grown)
             if routed is not None:
@@ -822,29 +827,46 @@ class CompiledParser:
 
     def _release_held(self, grown: str) -> list[dict] | None:
         """Mode held's chunk when the held text and it start nothing (`<` then `para`, in a tool call's
-        body, in a state of mode plain): the pass would route them whole and settle mode plain
-        (`_skips_scan`, `_route_skipping_scan`, `_settle`), written out here; None when they may start
-        something. (The buffer keeps them all as context: at least `CONTEXT`.)"""
+        body; phi4-mini's `f` then `or t`, beside `functools[`): the pass would route them, but for a
+        trailing run in mode lead's states (which a lead-run delimiter may start), and settle the state's
+        mode (`_skips_scan`, `_route_skipping_scan`, `_settle`), written out here as mode plain and mode
+        lead route a chunk; None when they may start something. (The buffer keeps them all as context: at
+        least `CONTEXT`.)"""
         state = self.STATES[self._current]
+        mode = state.mode
         if (
-            state.mode == "plain"
+            (mode == "plain" or mode == "lead")
             and state.guard is None
             and (not self._WIDE or state.wide is False)
             and self._current is not None
             and self._opened
             and self._starts_nothing(grown)
         ):
+            routed = grown
+            cut = len(grown)
+            if mode == "lead":
+                run = self._run
+                while cut and grown[cut - 1] in run:
+                    cut -= 1
+                if cut < len(grown):
+                    if not cut or _first_of(grown, state.start_char, cut) >= 0:
+                        return None  # (as `_settle`: a held run with a start character is the pass's)
+                    routed = grown[:cut]
             self._buf = grown
-            self._pos = len(grown)
+            self._pos = cut
             self._held = self._held_pattern = None
             self._empty_open = False
             parts = self._parts
-            parts.append(grown)
+            parts.append(routed)
             if len(parts) >= self._parts_limit:
                 self._coalesce()
-            self._mode = _PLAIN
-            self.feed = self._plain_mode()
-            return [{"type": "region_chunk", "field": self._current, "text": grown, "dirty": self._dirty}]
+            if mode == "plain":
+                self._mode = _PLAIN
+                self.feed = self._plain_mode()
+            else:
+                self._mode = _LEAD
+                self.feed = self._feed_lead
+            return [{"type": "region_chunk", "field": self._current, "text": routed, "dirty": self._dirty}]
         return None
 
     def _feed_pending(self, text: str) -> list[dict]:
@@ -897,6 +919,35 @@ class CompiledParser:
                 # a stem's prefix, which mode held tests first and leaves without a held pattern.)
                 for literal in delimiter:
                     if buf.startswith(literal, pos) or literal.startswith(buf[pos:]):
+                        return None
+            elif not (unguarded and stems_rule_out(delimiter, buf, pos)) and starts_at(delimiter, buf, pos):
+                return None
+        return found
+
+    def _commit_literal(self, buf: str, pos: int) -> tuple | None:
+        """The commit of the oracle's next pass over `buf` (the buffer, chunk added) when the held text, a
+        proper prefix of a stem, has grown into a watched literal's complete match at the scan position
+        and no other watched delimiter (`State.watch`) has a match or a partial match starting there; else
+        None (the pass then scans). The oracle's best is then that match (every other candidate, and every
+        hold, starts later), as `_commit_held` says for a regex delimiter's. A list's literal that ends at
+        the buffer's end is left to the pass: a list of which one literal extends another is not final
+        there, whichever matched (`scan_literals`' `can_extend`). (`</think>` closing the reasoning,
+        `<tool_call>` opening a call: one `startswith` each.)"""
+        state = self.STATES[self._current]
+        watch = state.watch
+        if not watch or self.UNORDERED:
+            return None
+        unguarded = state.guard is None or self._unguarded(buf, pos)  # (the stems leave guarded branches out)
+        rest = buf[pos:]
+        found = None
+        for delimiter, is_open, field, _ in watch:
+            if type(delimiter) is tuple:
+                for literal in delimiter:
+                    if rest.startswith(literal):
+                        if found is not None or (len(delimiter) > 1 and len(literal) == len(rest)):
+                            return None  # (two match there: the longest, or the first, is the pass's)
+                        found = (pos, pos + len(literal), is_open, field, None)
+                    elif literal.startswith(rest):
                         return None
             elif not (unguarded and stems_rule_out(delimiter, buf, pos)) and starts_at(delimiter, buf, pos):
                 return None

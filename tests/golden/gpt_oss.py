@@ -324,10 +324,20 @@ class ResponseParser(CompiledParser):
             ),
         ),
         "thinking": State(
-            mode="plain", scan=_scan_thinking, end_scan=_end_thinking, start_char="<", stems=(THINKING_CLOSE,)
+            mode="plain",
+            scan=_scan_thinking,
+            end_scan=_end_thinking,
+            start_char="<",
+            stems=(THINKING_CLOSE,),
+            watch=(((THINKING_CLOSE,), False, "thinking", False),),
         ),
         "content": State(
-            mode="plain", scan=_scan_content, end_scan=_end_content, start_char="<", stems=(THINKING_CLOSE,)
+            mode="plain",
+            scan=_scan_content,
+            end_scan=_end_content,
+            start_char="<",
+            stems=(THINKING_CLOSE,),
+            watch=(((THINKING_CLOSE,), False, "content", False),),
         ),
         "tool_calls": State(
             mode="plain",
@@ -335,6 +345,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_tool_calls,
             start_char="<",
             stems=(TOOL_CALLS_CLOSE,),
+            watch=(((TOOL_CALLS_CLOSE,), False, "tool_calls", False),),
             dirty=True,
         ),
     }

@@ -422,6 +422,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_reasoning_content,
             start_char="<",
             stems=(REASONING_CONTENT_CLOSE,),
+            watch=(((REASONING_CONTENT_CLOSE,), False, "reasoning_content", False),),
         ),
         "tool_calls": State(
             mode="plain",

@@ -211,10 +211,24 @@ class ResponseParser(CompiledParser):
     IMPLICIT = "content"
     STATES: ClassVar[dict] = {
         "content": State(
-            mode="plain", scan=_scan_outside, end_scan=_end_outside, start_char="<", stems=_OUTSIDE_LITERALS
+            mode="plain",
+            scan=_scan_outside,
+            end_scan=_end_outside,
+            start_char="<",
+            stems=_OUTSIDE_LITERALS,
+            watch=(
+                ((THINKING_OPEN,), True, "thinking", False),
+                ((TOOL_CALLS_OPEN,), True, "tool_calls", False),
+                ((CONTENT_CLOSE,), False, "content", False),
+            ),
         ),
         "thinking": State(
-            mode="plain", scan=_scan_thinking, end_scan=_end_thinking, start_char="<", stems=(THINKING_CLOSE,)
+            mode="plain",
+            scan=_scan_thinking,
+            end_scan=_end_thinking,
+            start_char="<",
+            stems=(THINKING_CLOSE,),
+            watch=(((THINKING_CLOSE,), False, "thinking", False),),
         ),
         "tool_calls": State(
             mode="plain",
@@ -222,6 +236,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_tool_calls,
             start_char="<",
             stems=(TOOL_CALLS_CLOSE,),
+            watch=(((TOOL_CALLS_CLOSE,), False, "tool_calls", False),),
             dirty=True,
         ),
     }

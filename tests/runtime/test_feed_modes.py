@@ -11,7 +11,15 @@ import weakref
 from typing import Any
 
 import pytest
-from support.compare import FIXTURES, TEMPLATES, assert_same, chunkings, oracle_stream, respc_stream
+from support.compare import (
+    FIXTURES,
+    SUPPORTED_TARGETS,
+    TEMPLATES,
+    assert_same,
+    chunkings,
+    oracle_stream,
+    respc_stream,
+)
 from support.oracles import run_calls
 
 import respc
@@ -485,3 +493,94 @@ def test_a_regex_stem_prefix_that_stops_being_one_is_routed_without_a_pass() -> 
         *chunkings(opener + param + param + end, random_splits=3),
     ):
         _same_as_oracle(module.TEMPLATE, chunks)
+
+
+def test_a_phi4_false_alarm_in_mode_lead_is_routed_without_a_pass() -> None:
+    """phi4-mini's content watches `functools[` after a lead run (mode lead): a chunk ending in `f` is
+    held as a prefix of that stem, and the next chunk that makes it prose (`or t`) is routed by mode held
+    up to its trailing run, which mode lead then holds, without a pass nor the partial search. A false
+    alarm that still may start something, or the call itself, takes those, as before."""
+    module = respc.load_preset("phi4_mini")
+    prefix = json.loads((FIXTURES / "presets" / "phi4_mini.json").read_text(encoding="utf-8"))[0]["prefix"]
+    parser = module.ResponseParser(prefix)
+    parser.feed("Sure, here is one o")
+    parser.feed("f")
+    assert parser.feed_mode == "held" and parser.current_field == "content"
+    passes: list[str] = []
+    for name in ("_process", "_commit_held", "_stem_pattern"):
+        method = getattr(parser, name)
+        setattr(parser, name, lambda *args, n=name, m=method: passes.append(n) or m(*args))
+    assert parser.feed("or them \n") == [
+        {"type": "region_chunk", "field": "content", "text": "for them", "dirty": False}
+    ]
+    assert not passes and parser.feed_mode == "lead"
+    call = 'functools[{"name": "f", "arguments": {"x": 1}}]'
+    for chunks in (
+        ["one o", "f", "or them \n", "f", "unctools", "[", call[10:]],
+        ["one o", "f", "or", " ", "\n f", "or x", "<|end|>"],
+        ["one o", "f", "u", "nny \t", "f", "unctools["],
+        ["o", "f ", "f", "\n", " f", "unc", "t", "\n"],
+        *chunkings("one of them \n " + call + "\n for you<|end|>", random_splits=4),
+    ):
+        assert_same(
+            respc_stream(module.TEMPLATE, prefix, chunks),
+            oracle_stream(module.TEMPLATE, prefix, chunks),
+            module.TEMPLATE,
+            repr(chunks),
+        )
+
+
+LITERAL_COMMITS = {  # held literals that complete beside literals and regexes with a common start
+    "start_anchor": "S",
+    "fields": {
+        "reasoning_content": {"open_pattern": r"(?:^|<think>\s*)", "close": ["</t>", "</t>\n", "<|s|>"]},
+        "content": {"open": "<r>", "close_pattern": r"\n?</r>|</rx"},
+        "tool_calls": {"open_pattern": r"<r>x|<tool>", "close": ["</tool>", "</tool>x"], "repeats": True},
+    },
+}
+
+
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        ["a</", "t>", "\n<r", ">b\n</", "r>"],  # a literal list whose longer member the edge may grow
+        ["a</", "t>\n", "<r", ">b</r", "x"],
+        ["a</t", ">\n<", "too", "l>1</to", "ol>x<tool", ">2</tool>"],  # a longer member that matches too
+        ["a</t>", "<to", "ol>", "1</too", "l>"],
+        ["a</t>", "<", "r>x1</tool>"],  # a regex that matches there too, and wins (it is longer)
+        ["a</t>", "<", "r>", "x1</tool>"],  # a regex's partial match there
+        ["a</t>", "<", "r>y</r>"],
+        ["a</t>", "<t", "hink>b</", "t>"],  # `<t` is a prefix of `<think>` (the guarded regex's) and `<tool>`
+        ["a</t>", "<r", "><r>", "</r>"],
+        ["a<|s", "|>", "<r>b</r>"],  # the edge of a list that can grow, by another of its literals (5.23)
+        ["a<", "|s|", ">b"],
+    ],
+)
+@pytest.mark.parametrize("target", SUPPORTED_TARGETS)
+def test_a_held_literal_that_completes_commits_as_the_pass_does(chunks: list[str], target: str) -> None:
+    """A held stem prefix that grows into a watched literal's complete match at the scan position is
+    committed there without the state's scan (`_commit_literal`), unless another watched delimiter has a
+    match or a partial match starting there: a longer literal of its list, or a regex."""
+    for split in (chunks, *chunkings("".join(chunks), random_splits=3)):
+        assert_same(
+            respc_stream(LITERAL_COMMITS, "xS", split, target=target),
+            oracle_stream(LITERAL_COMMITS, "xS", split, target=target),
+            LITERAL_COMMITS,
+            repr(split),
+            target,
+        )
+
+
+def test_a_held_close_commits_without_the_states_scan() -> None:
+    """ERNIE's `</think>`, held as `</thin` and completed by the next chunk, is committed by the literal's
+    own test, not by a pass (whose scan of the next state's regex opener cost a third of that feed)."""
+    module = respc.load_preset("ernie4_5")
+    parser = module.ResponseParser("User: hi\nAssistant:")
+    parser.feed("Fine.\n</thin")
+    assert parser.feed_mode == "held"
+    passes: list[str] = []
+    process = parser._process
+    parser._process = lambda *args: passes.append("pass") or process(*args)  # type: ignore[method-assign]
+    events = parser.feed("k>\n\n")
+    assert [e["type"] for e in events] == ["region_close"] and not passes
+    assert events[0]["value"] == "Fine."

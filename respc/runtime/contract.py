@@ -60,10 +60,11 @@ class State:
     - `dirty`: the flag of the chunks routed in this state.
     - `watch`: every watched delimiter, in the scan's tie-break order, as `(delimiter, is_open, field,
       recheck)`: the delimiter a regex's whole pattern or a tuple of literals; `recheck`, whether a regex
-      match ending before the edge is final only if it survives extension (5.24). Given for the states of
-      the fast modes: once a held partial match of a regex delimiter, or a held stem's prefix, completes
-      at the scan position, the others are tested at its start only (`CompiledParser._commit_held`,
-      `_commit_literal`), not searched.
+      match ending before the edge is final only if it survives extension (5.24), and for a tuple whether
+      one of its literals extends another (a match at the edge may then grow, whichever it is). Given for
+      the states of the fast modes: once a held partial match of a regex delimiter, or a held stem's
+      prefix, completes at the scan position, the others are tested at its start only
+      (`CompiledParser._commit_held`, `_commit_literal`), not searched.
     - `wide`: False for a state whose fast modes may keep only the chunk as the buffer in a template whose
       guard looks back more than one character (`CONTEXT` > 1): none of its own delimiters looks back
       that far, and each it watches either is at least `CONTEXT` characters long (a state entered by a

@@ -530,11 +530,11 @@ def test_a_phi4_false_alarm_in_mode_lead_is_routed_without_a_pass() -> None:
         )
 
 
-LITERAL_COMMITS = {  # held literals that complete beside literals and regexes with a common start
+LITERAL_COMMITS = {  # held literals that complete beside literals and a regex with a common start
     "start_anchor": "S",
     "fields": {
-        "reasoning_content": {"open_pattern": r"(?:^|<think>\s*)", "close": ["</t>", "</t>\n", "<|s|>"]},
-        "content": {"open": "<r>", "close_pattern": r"\n?</r>|</rx"},
+        "reasoning_content": {"open": ["<think>", "<|s|>a~", "~"], "close": ["</t>", "</t>\n"]},
+        "content": {"open": ["<r>", "<r>>", "<|q|>", "<|s|>"], "close_pattern": r"\n?</r>|</rx"},
         "tool_calls": {"open_pattern": r"<r>x|<tool>", "close": ["</tool>", "</tool>x"], "repeats": True},
     },
 }
@@ -543,17 +543,19 @@ LITERAL_COMMITS = {  # held literals that complete beside literals and regexes w
 @pytest.mark.parametrize(
     "chunks",
     [
-        ["a</", "t>", "\n<r", ">b\n</", "r>"],  # a literal list whose longer member the edge may grow
-        ["a</", "t>\n", "<r", ">b</r", "x"],
-        ["a</t", ">\n<", "too", "l>1</to", "ol>x<tool", ">2</tool>"],  # a longer member that matches too
-        ["a</t>", "<to", "ol>", "1</too", "l>"],
-        ["a</t>", "<", "r>x1</tool>"],  # a regex that matches there too, and wins (it is longer)
-        ["a</t>", "<", "r>", "x1</tool>"],  # a regex's partial match there
-        ["a</t>", "<", "r>y</r>"],
-        ["a</t>", "<t", "hink>b</", "t>"],  # `<t` is a prefix of `<think>` (the guarded regex's) and `<tool>`
-        ["a</t>", "<r", "><r>", "</r>"],
-        ["a<|s", "|>", "<r>b</r>"],  # the edge of a list that can grow, by another of its literals (5.23)
-        ["a<", "|s|", ">b"],
+        ["a", "<r", ">b\n</", "r>"],
+        ["a", "<r", ">", ">b</r", "x"],  # a longer literal of the list that may still match
+        ["a", "<r", ">>b</r>", "<r>", "c</r>"],  # the longer one matches too
+        ["a", "<|q", "|>", "b</r>"],  # the edge of a list that can grow, by its other literals (5.23)
+        ["a", "<|q", "|>b</r>"],
+        ["a", "<|s", "|>a", "~b</t>"],  # another field's literal that it begins may still match there
+        ["a", "<|s", "|>a", "b</r>"],
+        ["a", "<|s", "|>ax</r>"],
+        ["a", "<to", "ol>", "1</too", "l>"],
+        ["a", "<", "r>x1</tool>"],  # a regex that matches there too, and wins (it is longer)
+        ["a", "<", "r>", "x1</tool>"],  # a regex's partial match there
+        ["a", "<", "r>y</r>"],
+        ["a", "<t", "hink>b</", "t>", "<t", "ool>"],
     ],
 )
 @pytest.mark.parametrize("target", SUPPORTED_TARGETS)
@@ -571,16 +573,19 @@ def test_a_held_literal_that_completes_commits_as_the_pass_does(chunks: list[str
         )
 
 
-def test_a_held_close_commits_without_the_states_scan() -> None:
-    """ERNIE's `</think>`, held as `</thin` and completed by the next chunk, is committed by the literal's
-    own test, not by a pass (whose scan of the next state's regex opener cost a third of that feed)."""
+def test_a_held_open_commits_without_the_states_scan() -> None:
+    """ERNIE's `<response>\\n`, held as `<res` outside every region and completed by the next chunk, is
+    committed by the literal's own test, not by a pass, whose scan of that state's regex opener
+    (`(?:^|<think>\\s*)`) cost a third of the feed."""
     module = respc.load_preset("ernie4_5")
     parser = module.ResponseParser("User: hi\nAssistant:")
-    parser.feed("Fine.\n</thin")
-    assert parser.feed_mode == "held"
+    parser.feed("Fine.\n</think>\n\n<res")
+    assert parser.feed_mode == "held" and parser.current_field is None
     passes: list[str] = []
     process = parser._process
     parser._process = lambda *args: passes.append("pass") or process(*args)  # type: ignore[method-assign]
-    events = parser.feed("k>\n\n")
-    assert [e["type"] for e in events] == ["region_close"] and not passes
-    assert events[0]["value"] == "Fine."
+    assert parser.feed("ponse>\nHi") == [
+        {"type": "region_open", "field": "content"},
+        {"type": "region_chunk", "field": "content", "text": "Hi", "dirty": False},
+    ]
+    assert not passes

@@ -563,16 +563,15 @@ class CompiledParser:
         routed whole. (`in` costs a third of a `str.find` call, but takes a list: any other type, a str
         subclass too, goes the general way, which raises TypeError as upstream; `type`, not `__class__`,
         which an object can fake.)"""
-        if (
-            self._mode == _PLAIN
-            and text
-            and type(text) is str
-            and (
-                self._start_char not in text
-                or (not self._start_char and self.STATES[self._current].several.isdisjoint(text))
-                or self._starts_nothing(text)
-            )
-        ):
+        if self._mode == _PLAIN and text and type(text) is str:
+            start = self._start_char
+            if start in text and (start or not self.STATES[self._current].several.isdisjoint(text)):
+                if start:
+                    at = text.find(start)
+                    if text[at:] in self._stem_prefixes:
+                        return self._hold_tail(text, at)  # (`_starts_nothing` would say no)
+                if not self._starts_nothing(text):
+                    return self._general(text)
             self._buf = text  # the chunk is all the context the patterns can look back at
             self._pos = len(text)
             parts = self._parts  # `_route`'s append, inlined: this is most of a stream's feeds
@@ -581,6 +580,32 @@ class CompiledParser:
                 self._coalesce()
             return [{"type": "region_chunk", "field": self._current, "text": text, "dirty": self._dirty}]
         return self._general(text) if self._mode == _PLAIN else self._installed(text)
+
+    def _hold_tail(self, text: str, at: int) -> list[dict]:
+        """Modes plain and lead, at rest, in a state with one start character: the chunk's text from its
+        first one (at `at`, after no run of the lead class) is a proper prefix of a stem. `_hold_stem`'s
+        answer, written out for them: the text before it is routed, the rest held (mode held)."""
+        pos = self._pos + at
+        buf = self._buf + text
+        context = self.CONTEXT
+        if context is not None and pos > context:
+            buf = buf[pos - context :]  # (`_trim`)
+            pos = context
+        self._buf = buf
+        self._pos = pos
+        self._held = text[at:]
+        self._held_pattern = None
+        self._mode = _HELD
+        self.feed = self._feed_held
+        current = self._current
+        if not at or current is None:
+            return []
+        routed = text[:at]
+        parts = self._parts
+        parts.append(routed)
+        if len(parts) >= self._parts_limit:
+            self._coalesce()
+        return [{"type": "region_chunk", "field": current, "text": routed, "dirty": self._dirty}]
 
     def _plain_mode(self) -> Any:
         """The method of mode plain for the state entered: without regex delimiters, one that keeps no
@@ -744,6 +769,11 @@ class CompiledParser:
             self._mode = _HELD
             self.feed = feed = self._feed_held
             return feed(text)
+        start = self._start_char
+        if start and type(text) is str and not self._run_pieces and self._pos == len(self._buf):
+            at = text.find(start)
+            if at >= 0 and (not at or text[at - 1] not in self._run) and text[at:] in self._stem_prefixes:
+                return self._hold_tail(text, at)  # (`_hold_stem`, without the general mode's tests)
         return self._general(text)
 
     def _feed_held(self, text: str) -> list[dict]:

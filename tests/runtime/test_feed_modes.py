@@ -589,3 +589,43 @@ def test_a_held_open_commits_without_the_states_scan() -> None:
         {"type": "region_chunk", "field": "content", "text": "Hi", "dirty": False},
     ]
     assert not passes
+
+
+@pytest.mark.parametrize(
+    ("preset", "mode", "chunk", "routed", "held"),
+    [
+        ("llama4", "plain", " is.<", " is.", "<"),
+        ("llama4", "plain", "<|eo", "", "<|eo"),
+        ("qwen3", "lead", " ok<tool", " ok", "<tool"),
+        ("qwen3", "lead", "<|im", "", "<|im"),
+    ],
+)
+def test_a_chunk_that_ends_in_a_stems_prefix_is_held_by_the_fast_mode(
+    preset: str, mode: str, chunk: str, routed: str, held: str
+) -> None:
+    """In a state with one start character, modes plain and lead cut a chunk whose text from that
+    character is a proper prefix of a stem themselves (`_hold_tail`): the text before is routed and the
+    rest held, without the general mode (mode plain asks `_starts_nothing` neither)."""
+    module = respc.load_preset(preset)
+    prefix = json.loads((FIXTURES / "presets" / f"{preset}.json").read_text(encoding="utf-8"))[0]["prefix"]
+    parser = module.ResponseParser(prefix)
+    parser.feed("Sure")
+    parser.feed(" thing")
+    assert parser.feed_mode == mode and parser.current_field == "content"
+    calls: list[str] = []
+    names = ["_general", "_hold_stem", "_process"] + (["_starts_nothing"] if mode == "plain" else [])
+    for name in names:
+        method = getattr(parser, name)
+        setattr(parser, name, lambda *args, n=name, m=method: calls.append(n) or m(*args))
+    expected = (
+        [{"type": "region_chunk", "field": "content", "text": routed, "dirty": False}] if routed else []
+    )
+    assert parser.feed(chunk) == expected
+    assert parser.feed_mode == "held" and parser._held == held and not calls
+    for chunks in (["Sure", " thing", chunk, "_call>"], ["Sure", " thing", chunk, "|>", "x"]):
+        assert_same(
+            respc_stream(module.TEMPLATE, prefix, chunks),
+            oracle_stream(module.TEMPLATE, prefix, chunks),
+            module.TEMPLATE,
+            repr(chunks),
+        )

@@ -542,11 +542,12 @@ class CompiledParser:
                 self._patterns
                 and self.STATES[self._current].guard is not None
                 and not self.UNORDERED
-                and not self._unguarded(self._buf, self._pos, text)
+                and (self._pos or not self._unguarded(self._buf, 0, text))
             ):
                 # Where a guard may match (the response's start, or right after `</invoke>`), the chunk
                 # that a watched regex delimiter's partial search holds from the scan position is held,
-                # as the pass would hold it (mode pending's fact), without the pass.
+                # as the pass would hold it (mode pending's fact), without the pass. (Past the start the
+                # search is cheaper than asking; at the start, prose beside `^(?=\[)` needs neither.)
                 buf = self._buf + text
                 if self._pend(buf, self._pos, text):
                     self._buf = buf

@@ -706,11 +706,15 @@ class CompiledParser:
             # here. Answering directly keeps the empty deltas of a streaming detokenizer from sending a
             # held run through the general mode (rejoined, rescanned).
             return []
-        if type(text) is str and (
-            self._start_char not in text
-            or (not self._start_char and self.STATES[self._current].several.isdisjoint(text))
-            or self._starts_nothing(text)
-        ):
+        if type(text) is str:
+            start = self._start_char
+            if start in text and (start or not self.STATES[self._current].several.isdisjoint(text)):
+                if start and not self._run_pieces and self._pos == len(self._buf):
+                    at = text.find(start)
+                    if (not at or text[at - 1] not in self._run) and text[at:] in self._stem_prefixes:
+                        return self._hold_tail(text, at)  # (`_starts_nothing` would say no)
+                if not self._starts_nothing(text):
+                    return self._lead_other(text)
             run = self._run
             pieces = self._run_pieces
             if text[-1] not in run:
@@ -764,17 +768,16 @@ class CompiledParser:
             if len(parts) >= self._parts_limit:
                 self._coalesce()
             return [{"type": "region_chunk", "field": self._current, "text": routed, "dirty": self._dirty}]
+        return self._lead_other(text)
+
+    def _lead_other(self, text: str) -> list[dict]:
+        """Mode lead's chunk that may start something (or is no `str`)."""
         if self._held is not None and not self._run_pieces:
             # A held run that a lead-run delimiter's partial match may grow: mode held from now on (its
             # pass, if it takes one, settles the mode again).
             self._mode = _HELD
             self.feed = feed = self._feed_held
             return feed(text)
-        start = self._start_char
-        if start and type(text) is str and not self._run_pieces and self._pos == len(self._buf):
-            at = text.find(start)
-            if at >= 0 and (not at or text[at - 1] not in self._run) and text[at:] in self._stem_prefixes:
-                return self._hold_tail(text, at)  # (`_hold_stem`, without the general mode's tests)
         return self._general(text)
 
     def _feed_held(self, text: str) -> list[dict]:

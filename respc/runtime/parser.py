@@ -567,10 +567,9 @@ class CompiledParser:
         if self._mode == _PLAIN and text and type(text) is str:
             start = self._start_char
             if start in text and (start or not self.STATES[self._current].several.isdisjoint(text)):
-                if start:
-                    at = text.find(start)
-                    if text[at:] in self._stem_prefixes:
-                        return self._hold_tail(text, at)  # (`_starts_nothing` would say no)
+                at = text.find(start) if start else self._first_start(text)
+                if at >= 0 and text[at:] in self._stem_prefixes:
+                    return self._hold_tail(text, at)  # (`_starts_nothing` would say no)
                 if not self._starts_nothing(text):
                     return self._general(text)
             self._buf = text  # the chunk is all the context the patterns can look back at
@@ -582,10 +581,21 @@ class CompiledParser:
             return [{"type": "region_chunk", "field": self._current, "text": text, "dirty": self._dirty}]
         return self._general(text) if self._mode == _PLAIN else self._installed(text)
 
+    def _first_start(self, text: str) -> int:
+        """For a state with several start characters (`_start_char` is ""), the index of the first of
+        them in `text`; -1 where none is, or where `_hold_tail` may not be asked: a state with a guard
+        (`_hold_stem` tests it), or without stems."""
+        state = self.STATES[self._current]
+        if state.guard is not None or not self._stem_prefixes:
+            return -1
+        return _first_of(text, state.start_char)
+
     def _hold_tail(self, text: str, at: int) -> list[dict]:
-        """Modes plain and lead, at rest, in a state with one start character: the chunk's text from its
-        first one (at `at`, after no run of the lead class) is a proper prefix of a stem. `_hold_stem`'s
-        answer, written out for them: the text before it is routed, the rest held (mode held)."""
+        """Modes plain and lead, at rest past the buffer's start: the chunk's text from its first start
+        character (at `at`, after no run of the lead class) is a proper prefix of a stem, in a state with
+        no guard character (one start character means none; `_first_start` asks for several).
+        `_hold_stem`'s answer, written out for them: the text before it is routed, the rest held (mode
+        held)."""
         pos = self._pos + at
         buf = self._buf + text
         context = self.CONTEXT
@@ -709,9 +719,13 @@ class CompiledParser:
         if type(text) is str:
             start = self._start_char
             if start in text and (start or not self.STATES[self._current].several.isdisjoint(text)):
-                if start and not self._run_pieces and self._pos == len(self._buf):
-                    at = text.find(start)
-                    if (not at or text[at - 1] not in self._run) and text[at:] in self._stem_prefixes:
+                if not self._run_pieces and self._pos == len(self._buf):
+                    at = text.find(start) if start else self._first_start(text)
+                    if (
+                        at >= 0
+                        and (not at or text[at - 1] not in self._run)
+                        and text[at:] in self._stem_prefixes
+                    ):
                         return self._hold_tail(text, at)  # (`_starts_nothing` would say no)
                 if not self._starts_nothing(text):
                     return self._lead_other(text)

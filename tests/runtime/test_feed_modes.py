@@ -598,14 +598,16 @@ def test_a_held_open_commits_without_the_states_scan() -> None:
         ("llama4", "plain", "<|eo", "", "<|eo"),
         ("qwen3", "lead", " ok<tool", " ok", "<tool"),
         ("qwen3", "lead", "<|im", "", "<|im"),
+        ("phi4_mini", "lead", "e of", "e o", "f"),  # several start characters
+        ("mistral_v11", "plain", "ok [TOO", "ok ", "[TOO"),
     ],
 )
 def test_a_chunk_that_ends_in_a_stems_prefix_is_held_by_the_fast_mode(
     preset: str, mode: str, chunk: str, routed: str, held: str
 ) -> None:
-    """In a state with one start character, modes plain and lead cut a chunk whose text from that
-    character is a proper prefix of a stem themselves (`_hold_tail`): the text before is routed and the
-    rest held, without the general mode nor `_starts_nothing`."""
+    """Modes plain and lead cut a chunk whose text from its first start character is a proper prefix of
+    a stem themselves (`_hold_tail`): the text before is routed and the rest held, without the general
+    mode nor `_starts_nothing`."""
     module = respc.load_preset(preset)
     prefix = json.loads((FIXTURES / "presets" / f"{preset}.json").read_text(encoding="utf-8"))[0]["prefix"]
     parser = module.ResponseParser(prefix)

@@ -1,8 +1,8 @@
-"""Instructions per round of each preset's short samples, streamed in 4-character chunks with a new parser
-per response, counted by valgrind: the A/B of a change too small for timings to tell (1-3%, where the
+"""Instructions per round of each preset's short samples, streamed in 4-character chunks (or one BPE token a
+feed, as `preset_speed.py` splits them: `--chunks token`) with a new parser per response, counted by valgrind: the A/B of a change too small for timings to tell (1-3%, where the
 ratios of `preset_speed.py` move by 5-10% from run to run on a busy machine).
 
-    python benchmarks/preset_instructions.py [PRESET ...] [--root DIR]   # needs valgrind; ~10 s a preset
+    python benchmarks/preset_instructions.py [PRESET ...] [--root DIR] [--chunks token]   # needs valgrind
 
 `--root` counts the respc found there instead (a `git worktree` of the commit to compare with). A round
 runs 10 and 60 times over, and the difference over 50 is the marginal count per round, free of start-up,
@@ -25,7 +25,7 @@ SAMPLES_DIR = Path(__file__).parent.parent / "tests" / "fixtures" / "presets"
 LOW, HIGH = 10, 60
 
 
-def _run(root: str, preset: str, rounds: int) -> None:
+def _run(root: str, preset: str, rounds: int, chunking: str) -> None:
     """The workload itself, in the process valgrind counts."""
     sys.path.insert(0, root)
     from respc.registry import load_preset
@@ -34,7 +34,16 @@ def _run(root: str, preset: str, rounds: int) -> None:
     parser_class.warm_up()
     cases = json.loads((SAMPLES_DIR / f"{preset}.json").read_text(encoding="utf-8"))
     work = [(case.get("prefix") or "", case["text"]) for case in cases]
-    work = [(prefix, [text[i : i + 4] for i in range(0, len(text), 4)]) for prefix, text in work]
+    if chunking == "token":
+        # One BPE token a feed, as `preset_speed.py` splits them (trained on these samples alone; the
+        # training, the same at every count of rounds, drops out of the difference).
+        sys.path.insert(1, str(Path(__file__).parent))
+        from preset_speed import bpe_chunks
+
+        split = bpe_chunks([text for _, text in work])
+        work = [(prefix, split(text)) for prefix, text in work]
+    else:
+        work = [(prefix, [text[i : i + 4] for i in range(0, len(text), 4)]) for prefix, text in work]
     for _ in range(rounds):
         for prefix, chunks in work:
             parser = parser_class(prefix, errors="keep")
@@ -43,9 +52,9 @@ def _run(root: str, preset: str, rounds: int) -> None:
             parser.finalize()
 
 
-def _count(root: str, preset: str, rounds: int) -> int:
+def _count(root: str, preset: str, rounds: int, chunking: str) -> int:
     command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable]
-    command += [__file__, "run", root, preset, str(rounds)]
+    command += [__file__, "run", root, preset, str(rounds), chunking]
     environment = {**os.environ, "PYTHONHASHSEED": "0"}
     done = subprocess.run(command, capture_output=True, text=True, check=True, env=environment)
     return int(re.search(r"Collected : (\d+)", done.stderr).group(1))
@@ -53,18 +62,23 @@ def _count(root: str, preset: str, rounds: int) -> int:
 
 def main() -> None:
     if sys.argv[1:2] == ["run"]:
-        root, preset, rounds = sys.argv[2:5]
-        _run(root, preset, int(rounds))
+        root, preset, rounds, chunking = sys.argv[2:6]
+        _run(root, preset, int(rounds), chunking)
         return
     options = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     options.add_argument("presets", nargs="*", help="presets to count (default: every one with samples)")
     options.add_argument("--root", default=str(Path(__file__).parent.parent), help="where respc is")
+    options.add_argument(
+        "--chunks", choices=("4", "token"), default="4", help="4-character chunks (default) or BPE tokens"
+    )
     args = options.parse_args()
     presets = args.presets or sorted(path.stem for path in SAMPLES_DIR.glob("*.json"))
     root = str(Path(args.root).resolve())
     for preset in presets:
-        per_round = (_count(root, preset, HIGH) - _count(root, preset, LOW)) // (HIGH - LOW)
-        print(json.dumps({"preset": preset, "root": root, "instructions_per_round": per_round}), flush=True)
+        counts = [_count(root, preset, rounds, args.chunks) for rounds in (HIGH, LOW)]
+        per_round = (counts[0] - counts[1]) // (HIGH - LOW)
+        row = {"preset": preset, "root": root, "chunks": args.chunks, "instructions_per_round": per_round}
+        print(json.dumps(row), flush=True)
 
 
 if __name__ == "__main__":

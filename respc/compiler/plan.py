@@ -413,9 +413,9 @@ class State:
     @property
     def anchored(self) -> str | None:
         """For a state with guarded branches (`guard`), the characters the text at the buffer's start must
-        begin with for one anchored there to match or match partially (`Delimiter.anchored`); None when
-        unknown, or when no branch is guarded or anchored. At position 0 a chunk that begins with none of them is judged
-        by the fast modes' facts, as past the start."""
+        begin with for one anchored there to match or match partially (`Delimiter.anchored`): "" when none
+        is (MiniMax-M2's lookbehind); None when unknown, or when no branch is guarded. At position 0 a chunk
+        that begins with none of them is judged by the fast modes' facts, as past the start."""
         if self.guard is None:
             return None
         heads: set[str] = set()
@@ -424,9 +424,7 @@ class State:
                 if d.anchored is None:
                     return None
                 heads.update(d.anchored)
-        # (None without an anchored branch too: with "", MiniMax-M2, whose only guard is a lookbehind,
-        # measured 4% more instructions a round, not yet explained.)
-        return "".join(sorted(heads)) or None
+        return "".join(sorted(heads))
 
     @property
     def starters(self) -> tuple[str, ...]:

@@ -251,6 +251,7 @@ class ResponseParser(CompiledParser):
             end_scan=_end_outside,
             start_char="<[",
             guard=">",
+            anchored="",
             runs=(RUN_WHITESPACE,),
             stems=(
                 "</minimax:tool_call>",

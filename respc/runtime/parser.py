@@ -391,8 +391,15 @@ class CompiledParser:
                 if at >= 0 and (last_end is None or at + len(literal) > last_end):
                     last_end = at + len(literal)
         else:
-            for match in self.START_ANCHOR.finditer(prefix):
-                last_end = match.end()
+            try:
+                for match in self.START_ANCHOR.finditer(prefix):
+                    last_end = match.end()
+            except TypeError as error:
+                if not str(error).startswith("expected string or bytes-like object"):
+                    raise
+                # A prefix that is neither a str nor bytes-like: transformers searches it with the `regex`
+                # module, whose message for it this is (`re`'s says "expected string or ...").
+                raise TypeError(f"a bytes-like object is required, not '{type(prefix).__name__}'") from None
         if last_end is None:
             import logging  # only needed on this path; keeps importing a parser cheap
 
@@ -542,6 +549,7 @@ class CompiledParser:
                 self._patterns
                 and self.STATES[self._current].guard is not None
                 and not self.UNORDERED
+                and type(text) is str  # (any other type: the pass's concatenation raises upstream's error)
                 and (self._pos or not self._unguarded(self._buf, 0, text))
             ):
                 # Where a guard may match (the response's start, or right after `</invoke>`), the chunk
@@ -1114,7 +1122,7 @@ class CompiledParser:
         self._held = self._held_pattern = None
         events: list[dict] = []
         try:
-            if may_skip and text and self._skips_scan(text):
+            if may_skip and text and type(text) is str and self._skips_scan(text):
                 self._route_skipping_scan(events, text)
             else:
                 if text:

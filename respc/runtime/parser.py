@@ -601,7 +601,8 @@ class CompiledParser:
     def _hold_tail(self, text: str, at: int) -> list[dict]:
         """Modes plain and lead, at rest past the buffer's start: the chunk's text from its first start
         character (at `at`, after no run of the lead class) is a proper prefix of a stem, in a state with
-        no guard character (one start character means none; `_first_start` asks for several).
+        no guard character (one start character means none: its guard, if any, is `^` alone, which
+        matches nothing past the start; `_first_start` asks for several).
         `_hold_stem`'s answer, written out for them: the text before it is routed, the rest held (mode
         held)."""
         pos = self._pos + at

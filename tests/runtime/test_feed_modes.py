@@ -19,6 +19,7 @@ from support.compare import (
     chunkings,
     oracle_stream,
     respc_stream,
+    spy,
 )
 from support.oracles import run_calls
 
@@ -471,10 +472,7 @@ def test_a_regex_stem_prefix_that_stops_being_one_is_routed_without_a_pass() -> 
     parser = module.ResponseParser("")
     parser.feed(opener + '<steptml:parameter name="x">1</stept')
     assert parser.feed_mode == "held" and parser.current_field == "tool_calls"
-    passes: list[str] = []
-    for name in ("_process", "_commit_held", "_stem_pattern"):
-        method = getattr(parser, name)
-        setattr(parser, name, lambda *args, n=name, m=method: passes.append(n) or m(*args))
+    passes = spy(parser, "_process", "_commit_held", "_stem_pattern")
     assert parser.feed("ml:p") == [
         {"type": "region_chunk", "field": "tool_calls", "text": "</steptml:p", "dirty": True}
     ]
@@ -506,10 +504,7 @@ def test_a_phi4_false_alarm_in_mode_lead_is_routed_without_a_pass() -> None:
     parser.feed("Sure, here is one o")
     parser.feed("f")
     assert parser.feed_mode == "held" and parser.current_field == "content"
-    passes: list[str] = []
-    for name in ("_process", "_commit_held", "_stem_pattern"):
-        method = getattr(parser, name)
-        setattr(parser, name, lambda *args, n=name, m=method: passes.append(n) or m(*args))
+    passes = spy(parser, "_process", "_commit_held", "_stem_pattern")
     assert parser.feed("or them \n") == [
         {"type": "region_chunk", "field": "content", "text": "for them", "dirty": False}
     ]
@@ -581,9 +576,7 @@ def test_a_held_open_commits_without_the_states_scan() -> None:
     parser = module.ResponseParser("User: hi\nAssistant:")
     parser.feed("Fine.\n</think>\n\n<res")
     assert parser.feed_mode == "held" and parser.current_field is None
-    passes: list[str] = []
-    process = parser._process
-    parser._process = lambda *args: passes.append("pass") or process(*args)  # type: ignore[method-assign]
+    passes = spy(parser, "_process")
     assert parser.feed("ponse>\nHi") == [
         {"type": "region_open", "field": "content"},
         {"type": "region_chunk", "field": "content", "text": "Hi", "dirty": False},
@@ -614,10 +607,7 @@ def test_a_chunk_that_ends_in_a_stems_prefix_is_held_by_the_fast_mode(
     parser.feed("Sure")
     parser.feed(" thing")
     assert parser.feed_mode == mode and parser.current_field == "content"
-    calls: list[str] = []
-    for name in ("_general", "_hold_stem", "_process", "_starts_nothing"):
-        method = getattr(parser, name)
-        setattr(parser, name, lambda *args, n=name, m=method: calls.append(n) or m(*args))
+    calls = spy(parser, "_general", "_hold_stem", "_process", "_starts_nothing")
     expected = (
         [{"type": "region_chunk", "field": "content", "text": routed, "dirty": False}] if routed else []
     )

@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support.compare import SUPPORTED_TARGETS, assert_same, chunkings, oracle_stream, respc_stream
+from support.compare import SUPPORTED_TARGETS, assert_same, chunkings, oracle_stream, respc_stream, spy
 
 import respc
 from respc.compiler.analysis import anchored_heads, guarded
@@ -296,14 +296,11 @@ def test_a_reply_that_starts_with_prose_takes_no_pass_beside_an_anchored_opener(
     the pass, which opens the call."""
     module = respc.compile_template(TEMPLATES[index])
     parser = module.ResponseParser("xS")
-    passes: list[bool] = []
-    process = parser._process
-    parser._process = lambda *args: passes.append(True) or process(*args)  # type: ignore[method-assign]
+    passes = spy(parser, "_process")
     parser.feed(first)
     assert not passes
     opener = module.ResponseParser("xS")
-    process = opener._process
-    opener._process = lambda *args: passes.append(True) or process(*args)  # type: ignore[method-assign]
+    passes = spy(opener, "_process")
     assert opener.feed("[a]")[0] == {"type": "region_open", "field": "tool_calls"}
     assert passes
 

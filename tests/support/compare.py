@@ -114,3 +114,13 @@ def chunkings(text: str, seed: int = 0, random_splits: int = 3) -> list[list[str
         )
         out.append([text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])])
     return out
+
+
+def spy(parser: Any, *names: str) -> list[str]:
+    """The names of the parser's methods `names` called from now on, in order (each wrapped on the
+    instance): a fast path's test that the general mode, or a pass, did not run."""
+    calls: list[str] = []
+    for name in names:
+        method = getattr(parser, name)
+        setattr(parser, name, lambda *args, n=name, m=method: calls.append(n) or m(*args))
+    return calls

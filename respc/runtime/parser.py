@@ -591,18 +591,27 @@ class CompiledParser:
 
     def _first_start(self, text: str) -> int:
         """For a state with several start characters (`_start_char` is ""), the index of the first of
-        them in `text`; -1 where none is, or where `_hold_tail` may not be asked: a state with a guard
-        (`_hold_stem` tests it), or without stems."""
-        state = self.STATES[self._current]
-        if state.guard is not None or not self._stem_prefixes:
+        them in `text`; -1 where none is, or where `_hold_tail` may not be asked: a state without stems,
+        or one where a guarded branch may match in the text or just before it (`_hold_stem`'s test, asked
+        only of a text that `_hold_tail` would hold: MiniMax-M2's `[` of `[e~[`, beside its `>`)."""
+        if not self._stem_prefixes:
             return -1
-        return _first_of(text, state.start_char)
+        state = self.STATES[self._current]
+        at = _first_of(text, state.start_char)
+        if (
+            at >= 0
+            and state.guard is not None
+            and text[at:] in self._stem_prefixes
+            and not self._unguarded(self._buf, self._pos, text)
+        ):
+            return -1
+        return at
 
     def _hold_tail(self, text: str, at: int) -> list[dict]:
         """Modes plain and lead, at rest past the buffer's start: the chunk's text from its first start
-        character (at `at`, after no run of the lead class) is a proper prefix of a stem, in a state with
-        no guard character (one start character means none: its guard, if any, is `^` alone, which
-        matches nothing past the start; `_first_start` asks for several).
+        character (at `at`, after no run of the lead class) is a proper prefix of a stem, where no
+        guarded branch can match (one start character means no guard character: its guard, if any, is `^`
+        alone, which matches nothing past the start; for several, `_first_start` asks `_unguarded`).
         `_hold_stem`'s answer, written out for them: the text before it is routed, the rest held (mode
         held)."""
         pos = self._pos + at

@@ -620,3 +620,40 @@ def test_a_chunk_that_ends_in_a_stems_prefix_is_held_by_the_fast_mode(
             module.TEMPLATE,
             repr(chunks),
         )
+
+
+@pytest.mark.parametrize("target", SUPPORTED_TARGETS)
+def test_a_guarded_state_holds_a_stems_prefix_in_the_fast_mode_where_no_guard_is_near(target: str) -> None:
+    """MiniMax-M2's content watches `[e~[` (and `<`) beside `(?<=</invoke>)`: a chunk ending in `[e~` after
+    prose is held by mode lead itself (`_first_start` asks `_unguarded`), and one after a `>` (where the
+    lookbehind may match) goes the general way, which holds it as the regex's pending partial match."""
+    module = respc.load_preset("minimax_m2", target=target)
+    prefix = "]~b]ai\n"
+    parser = module.ResponseParser(prefix)
+    parser.feed("Sure")
+    parser.feed(" thing")
+    assert parser.feed_mode == "lead"
+    calls = spy(parser, "_general", "_hold_stem", "_process", "_starts_nothing")
+    assert parser.feed(" ok[e~") == [
+        {"type": "region_chunk", "field": "content", "text": " ok", "dirty": False}
+    ]
+    assert parser.feed_mode == "held" and parser._held == "[e~" and not calls
+    guarded = module.ResponseParser(prefix)
+    guarded.feed("Sure")
+    guarded.feed(" a>")
+    calls = spy(guarded, "_general")
+    assert guarded.feed("[e~") == [] and calls == ["_general"]
+    for chunks in (
+        ["Sure", " thing", " ok[e~", "[x"],
+        ["Sure", " thing", " ok[e~", "x"],
+        ["Sure", " a>", "[e~", "[x"],
+        ["Sure", " </invoke>", "[e~", "[x"],
+        ["Sure", " </invoke>", "\n<invoke name=", '"f">', "x</invoke>"],
+    ):
+        assert_same(
+            respc_stream(module.TEMPLATE, prefix, chunks, target=target),
+            oracle_stream(module.TEMPLATE, prefix, chunks, target=target),
+            module.TEMPLATE,
+            repr(chunks),
+            target,
+        )

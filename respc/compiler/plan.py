@@ -29,6 +29,7 @@ from respc.compiler.analysis import (
     literal_prefix,
     literal_run,
     literal_strings,
+    lookbehind_literals,
     match_first_chars,
     may_match_empty,
     rare_char,
@@ -100,6 +101,9 @@ class Delimiter:
     guard: str | None = None
     guard_width: int = 0  # how far back the guards' lookbehinds read
     guard_texts: tuple[str, ...] = ()  # the literals of its lookbehinds wider than one character
+    # The literals every lookbehind of its guarded branches reads (`lookbehind_literals`), or None (one
+    # reads a class; no guard)
+    guard_literals: tuple[str, ...] | None = None
     # The characters the text at the buffer's start must begin with for a branch anchored there to match
     # (`anchored_heads`: "" when none is anchored; None when unknown).
     anchored: str | None = None
@@ -425,6 +429,26 @@ class State:
                     return None
                 heads.update(d.anchored)
         return "".join(sorted(heads))
+
+    @property
+    def behind(self) -> tuple[str, ...] | None:
+        """For a state with guarded branches (`guard`), the literals their lookbehinds read, when each
+        reads one (`Delimiter.guard_literals`; anchored branches, which match only at position 0, are left
+        out): a guard character right before the scan position then guards nothing unless the text up to
+        it ends with one of them (MiniMax-M2's `</think>`, beside `(?<=</invoke>)`). None when one reads a
+        class, when each reads one character (the guard characters tell as much), or when no branch is
+        guarded."""
+        if self.guard is None:
+            return None
+        found: set[str] = set()
+        for d in self.watches:
+            if d.guard is not None:
+                if d.guard_literals is None:
+                    return None
+                found.update(d.guard_literals)
+        if all(len(literal) == 1 for literal in found):
+            return None  # (one character each: the guard characters say it all)
+        return tuple(sorted(found))
 
     @property
     def starters(self) -> tuple[str, ...]:
@@ -944,6 +968,7 @@ def _delimiter(field: Field, ident: str, kind: str, anchor: Anchor, target: Targ
             guard_width=0 if guard is None else guard[2],
             guard_texts=() if guard is None else guard[3],
             anchored=None if guard is None else anchored_heads(anchor.pattern),
+            guard_literals=None if guard is None else lookbehind_literals(anchor.pattern),
             view=view,
         )
         if branches is not None:

@@ -252,6 +252,7 @@ class ResponseParser(CompiledParser):
             start_char="<[",
             guard=">",
             anchored="",
+            behind=("</invoke>",),
             runs=(RUN_WHITESPACE,),
             stems=(
                 "</minimax:tool_call>",

@@ -57,6 +57,10 @@ class State:
       with for a branch anchored there (`^...`) to match or match partially (`^(?=\\[)`: "["); None when
       unknown. A chunk at the start that begins with none of them is judged by the facts above, as any
       later one (once no guard character is in it either).
+    - `behind`: for a state with a `guard`, the literals its guarded branches' lookbehinds read, when
+      each reads one (`(?<=</invoke>)`: `("</invoke>",)`); None when one reads a class of characters. A
+      guard character right before the scan position guards nothing where the text up to it ends with
+      none of them (`</think>`).
     - `dirty`: the flag of the chunks routed in this state.
     - `watch`: every watched delimiter, in the scan's tie-break order, as `(delimiter, is_open, field,
       recheck)`: the delimiter a regex's whole pattern or a tuple of literals; `recheck`, whether a regex
@@ -78,6 +82,7 @@ class State:
 
     __slots__ = (
         "anchored",
+        "behind",
         "dirty",
         "end_scan",
         "entered",
@@ -110,6 +115,7 @@ class State:
         patterns: tuple[Any, ...] = (),
         guard: str | None = None,
         anchored: str | None = None,
+        behind: tuple[str, ...] | None = None,
         dirty: bool = False,
         watch: tuple[tuple[Any, bool, Any, bool], ...] = (),
         wide: bool | None = None,
@@ -128,6 +134,7 @@ class State:
         self.patterns = patterns
         self.guard = guard
         self.anchored = anchored
+        self.behind = behind
         self.dirty = dirty
         self.watch = watch
         self.wide = wide

@@ -1300,7 +1300,8 @@ class CompiledParser:
         """Whether no guarded branch of a watched delimiter (`State.guard`) can match in `buf[pos:]` and
         `text`: the parser is past the buffer's start (or the text there begins no anchored branch), and
         no guard character is in them or just before them (a branch `^...` matches only at transformers'
-        position 0, which it never trims away, and a branch `(?<=;)...` only right after a `;`)."""
+        position 0, which it never trims away, and a branch `(?<=;)...` only right after a `;`), or the
+        one just before them ends none of the literals the guards' lookbehinds read (`State.behind`)."""
         state = self.STATES[self._current]
         guard = state.guard
         if guard is None:
@@ -1314,8 +1315,21 @@ class CompiledParser:
                 return False
             pos = 1  # (the guard characters are then looked for from the start)
         for char in guard:
-            if char in text or _find(buf, char, pos - 1) >= 0:
+            if char in text:
                 return False
+            at = _find(buf, char, pos - 1)
+            if at >= 0:
+                # Right before the position, a guard character guards nothing unless the text up to it ends
+                # with a literal a lookbehind reads (`State.behind`: `</think>` is not `</invoke>`); where
+                # the buffer holds too little to tell, it may.
+                behind = state.behind
+                if behind is None or at >= pos or _find(buf, char, pos) >= 0:
+                    return False
+                for literal in behind:
+                    if literal[-1] == char and (
+                        len(literal) > pos or buf.startswith(literal, pos - len(literal))
+                    ):
+                        return False
         return True
 
     def _route_skipping_scan(self, events: list[dict], text: str) -> None:

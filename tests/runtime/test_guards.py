@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from support.compare import SUPPORTED_TARGETS, assert_same, chunkings, oracle_stream, respc_stream, spy
 
 import respc
-from respc.compiler.analysis import anchored_heads, guarded
+from respc.compiler.analysis import anchored_heads, guarded, lookbehind_literals
 from respc.compiler.plan import plan_parser
 from respc.spec import load_template
 
@@ -225,6 +225,16 @@ def test_streams_agree_with_transformers(
         (2, "xS", ["<e", "os>"]),
         (6, "xS", ["hi</inv>", " <i n=f>1</inv><|e|>"]),
         (6, "xS", ["</inv>", "<i n=f>1</inv>"]),
+        # A guard character that ends another delimiter (`</r>`) guards nothing (`State.behind`), unless
+        # the buffer holds too little before it to tell, or the lookbehind's text is there after all.
+        (6, "xS", ["<r>hm</r>", "<i n=f>1</inv>"]),
+        (6, "xS", ["<r>hm</", "r>\n<i n=f>1</inv>"]),
+        (6, "xS", ["<r>hm</r>\n", " <c><i n=f>1</inv><|e|>"]),
+        (6, "xS", ["<r>hm</r>", "\n\n", "<c>", "<i n=f>1</inv>", "<i n=g>2</inv>"]),
+        (6, "xS", ["nv>", "<i n=f>1</inv>"]),
+        (6, "xS</i", ["nv>", "<i n=f>1</inv>"]),
+        (6, "xS</inv>", ["<i n=f>1</inv>"]),
+        (6, "xS", ["a</r>", "<i n=f>1</inv>"]),
     ],
 )
 @pytest.mark.parametrize("target", SUPPORTED_TARGETS)
@@ -285,6 +295,41 @@ def test_guarded_branches_are_read_as_written(
 )
 def test_anchored_branches_are_read_by_their_first_characters(pattern: str, expected: str | None) -> None:
     assert anchored_heads(pattern) == expected
+
+
+@pytest.mark.parametrize(
+    ("pattern", "expected"),
+    [
+        (r"(?:\s*<c>|(?<=</i>))\s*<a>", ("</i>",)),
+        (r"(?<=ab)x|(?<=</i>)y|(?<=;)z", (";", "</i>", "ab")),
+        (r"^\s*x|(?<=;)\s*y", (";",)),  # (the anchored branch matches only at position 0)
+        (r"^(?=\[)", ()),
+        (r"\s*<t>|(?<=[;,])f\(", None),  # a class: which character is unknown
+        (r"<a>|b", None),  # nothing guarded
+        (r"(?m)^a|(?<=x)b", None),  # outside the syntax the analyses read
+    ],
+)
+def test_lookbehind_literals_are_read_as_written(pattern: str, expected: tuple[str, ...] | None) -> None:
+    assert lookbehind_literals(pattern) == expected
+
+
+def test_a_guard_character_that_ends_no_lookbehinds_literal_guards_nothing() -> None:
+    """MiniMax-M2's content state watches `(?<=</invoke>)`: the `>` of `</think>` right before the scan
+    position guards nothing (`State.behind`), so the text after the reasoning takes the fast facts; that of
+    `</invoke>` does, and so does one with too little before it to tell, or one in the text itself."""
+    module = respc.load_preset("minimax_m2")
+    assert module.ResponseParser.STATES["content"].behind == ("</invoke>",)
+    parser = module.ResponseParser("]~b]ai\n")
+    parser.feed("Sure")
+    assert parser.current_field == "content"
+    assert parser._unguarded("a</think>", 9)
+    assert parser._unguarded("a</think>\n\n", 9)
+    assert not parser._unguarded("a</invoke>", 10)
+    assert not parser._unguarded("voke>", 5)
+    assert not parser._unguarded("a</think>x>", 9)
+    assert not parser._unguarded("a</think>", 9, "x>")
+    llama3 = plan_parser(load_template(TEMPLATES[0], "5.24"))
+    assert all(state.behind is None for state in llama3.states)  # (`;` alone: the character tells it all)
 
 
 @pytest.mark.parametrize(("index", "first"), [(1, "hi [f()]"), (2, "hi [a]")])

@@ -21,7 +21,14 @@ an unsure empty match refuses the template, an unsure lead split keeps the plain
 
 from respc.compiler.analysis.backtracking import backtracking_risk
 from respc.compiler.analysis.empty import empty_together, may_match_empty
-from respc.compiler.analysis.guards import LOOKS_BACK, anchored_heads, guarded, reads_back, reads_before
+from respc.compiler.analysis.guards import (
+    LOOKS_BACK,
+    anchored_heads,
+    guarded,
+    lookbehind_literals,
+    reads_back,
+    reads_before,
+)
 from respc.compiler.analysis.lead import branch_lead, literal_run, split_lead
 from respc.compiler.analysis.rare import rare_char
 from respc.compiler.analysis.stable import stable_end
@@ -52,6 +59,7 @@ __all__ = [
     "literal_prefix",
     "literal_run",
     "literal_strings",
+    "lookbehind_literals",
     "match_first_chars",
     "may_match_empty",
     "rare_char",

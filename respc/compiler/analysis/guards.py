@@ -19,7 +19,15 @@ import regex
 from respc.compiler.analysis.starts import match_first_chars
 from respc.compiler.analysis.syntax import is_plain, parse, plain_items
 
-__all__ = ["LOOKS_BACK", "anchored_heads", "guarded", "reads_back", "reads_before", "split_branches"]
+__all__ = [
+    "LOOKS_BACK",
+    "anchored_heads",
+    "guarded",
+    "lookbehind_literals",
+    "reads_back",
+    "reads_before",
+    "split_branches",
+]
 
 # Syntax that looks behind the scan position, or changes how far back a boundary looks (a guard's own
 # lookbehind is set aside before this is asked).
@@ -91,6 +99,31 @@ def anchored_heads(pattern: str) -> str | None:
                 return None  # a range or a class such as `\s`: not a few characters
             heads.add(item[-1])
     return "".join(sorted(heads))
+
+
+def lookbehind_literals(pattern: str) -> tuple[str, ...] | None:
+    """The literals the lookbehinds of `pattern`'s guarded branches read (`(?<=</invoke>)`: `("</invoke>",)`;
+    `(?<=;)`: `(";",)`), when each reads a literal; None when one reads a class (`(?<=[;,])`), when no
+    branch is guarded, or when unknown. Anchored branches (`^...`) are left out: they match only at
+    position 0. A guarded branch can then match right after a guard character only where the text up to
+    it ends with one of these literals (`</think>` ends with `>`, but not with `</invoke>`)."""
+    if not is_plain(pattern):
+        return None
+    branches = _branches(pattern)
+    if branches is None:
+        return None
+    found: set[str] = set()
+    guarded_any = False
+    for branch in branches:
+        guard, width, _, text = _guard_of(branch)
+        if guard is None:
+            continue
+        guarded_any = True
+        if width:
+            if not text:
+                return None  # a class of characters
+            found.add(text)
+    return tuple(sorted(found)) if guarded_any else None
 
 
 # The anchors that read nothing before the position they are tried at (`$` and `\Z` read what follows).

@@ -68,33 +68,37 @@ RUN_CLASSES = {  # regex class -> (name of the constant, its characters)
 _LIMIT: list[float | None] = [None]  # seconds allowed for one delimiter search; None: no limit
 
 
+class _FromCompiled:
+    """An attribute of a `LazyRegex` that is its compiled pattern's (`search`, `groupindex`...): the first
+    read compiles the pattern and copies the attribute into the instance, whose own value every later read
+    finds first (this descriptor defines no `__set__`)."""
+
+    __slots__ = ("name",)
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        if instance is None:
+            return self
+        value = instance.__dict__[self.name] = getattr(instance.compiled(), self.name)
+        return value
+
+
 class LazyRegex:
     """A `regex` pattern compiled on first use (with DOTALL, as the oracle compiles delimiters).
 
     Importing `regex` costs more than the rest of a generated module (~15 ms against ~5 ms), so
-    generated modules hold their patterns in these and the first parse pays for it. Every attribute read
-    once is copied into the instance: afterwards `pattern.search` is one dict lookup, as cheap as a
-    compiled pattern's. The compiler has already compiled each pattern, so a bad one cannot surface here.
-    """
+    generated modules hold their patterns in these and the first parse pays for it. The compiled
+    pattern's attributes are read through it (`_FromCompiled`: `pattern.search` is then one dict lookup,
+    as cheap as a compiled pattern's). The compiler has already compiled each pattern, so a bad one cannot
+    surface here.
 
-    # A delimiter's pattern may declare its stems (`respc.compiler.plan.Delimiter.stems`: texts every match
-    # starts with, or all it can match): held text that is a proper prefix of one is its partial match.
-    # A lead-run delimiter's whole pattern `R*X` declares X's stems and the run's characters (`lead`):
-    # then a run before that prefix is too (`lead_holds`).
-    stems: tuple[str, ...] = ()
-    lead: frozenset[str] | None = None
-    longest = 0  # the longest stem: held text longer than it is not worth `lead_holds`'s test
-    # A pattern written head, a run of non-stops, a literal (`respc.compiler.analysis.run_tail`: `head.*?L`,
-    # `<function=(?P<name>[^>\n]+)>`) declares its tail: once the head has matched where a held partial
-    # match starts, an `AfterHead` stands for the pattern and holds the text without a search.
-    head: LazyRegex | None = None
-    tail: tuple[str, str, int] = ("", "", 0)  # (literal, stops, least) after the head
-    holds = None  # (an `AfterHead`'s test)
-    # A pattern whose search reads at most `context` characters before where it starts (0: nothing;
-    # `respc.compiler.plan.Delimiter.memo`) keeps which held texts, with that context, are its partial
-    # match and which are not (`partial_held`).
-    partials: dict[Any, bool] | None = None
-    context = 0
+    The facts the parser reads of a held pattern are the instance's own attributes, all set by
+    `__init__` in one order and none defined on the class, and the class defines no `__getattr__`: CPython
+    then reads each in about 3 ns, not about 20 (a class default, or a `__getattr__`, keeps the read from
+    being specialised), and a held feed reads several.
+    """
 
     def __init__(
         self,
@@ -108,17 +112,26 @@ class LazyRegex:
     ) -> None:
         self.pattern = pattern
         self.dotall = dotall
-        if memo:
-            self.partials = {}
-            if context:
-                self.context = context
-        if stems:
-            self.stems = stems
-            self.longest = max(map(len, stems))
-            self.lead = lead
-        if tail is not None:
-            self.head = LazyRegex(tail[0], dotall)
-            self.tail = tail[1:]
+        # A delimiter's pattern may declare its stems (`respc.compiler.plan.Delimiter.stems`: texts every
+        # match starts with, or all it can match): held text that is a proper prefix of one is its partial
+        # match. A lead-run delimiter's whole pattern `R*X` declares X's stems and the run's characters
+        # (`lead`): then a run before that prefix is too (`lead_holds`). `longest`: the longest stem (held
+        # text longer than it is not worth `lead_holds`'s test).
+        self.stems = stems
+        self.longest = max(map(len, stems)) if stems else 0
+        self.lead = lead if stems else None
+        # A pattern written head, a run of non-stops, a literal (`respc.compiler.analysis.run_tail`:
+        # `head.*?L`, `<function=(?P<name>[^>\n]+)>`) declares its tail: once the head has matched where a
+        # held partial match starts, an `AfterHead` stands for the pattern and holds the text without a
+        # search. `tail`: (literal, stops, least) after the head.
+        self.head = None if tail is None else LazyRegex(tail[0], dotall)
+        self.tail = ("", "", 0) if tail is None else tail[1:]
+        self.holds = None  # (an `AfterHead`'s test)
+        # A pattern whose search reads at most `context` characters before where it starts (0: nothing;
+        # `respc.compiler.plan.Delimiter.memo`) keeps which held texts, with that context, are its partial
+        # match and which are not (`partial_held`).
+        self.partials: dict[Any, bool] | None = {} if memo else None
+        self.context = context if memo else 0
 
     def compiled(self) -> Any:
         """The compiled `regex` pattern (imports `regex` and compiles on the first call)."""
@@ -131,13 +144,24 @@ class LazyRegex:
             )
         return compiled
 
-    def __getattr__(self, name: str) -> Any:
-        # Only reached for attributes not yet in the instance: `search`, `finditer`, `groupindex`...
-        if name.startswith("__"):
-            raise AttributeError(name)  # copy, pickle and friends probe dunders; never compile for them
-        value = getattr(self.compiled(), name)
-        self.__dict__[name] = value
-        return value
+    # The compiled pattern's attributes (the `regex` module's `Pattern`).
+    search = _FromCompiled()
+    match = _FromCompiled()
+    fullmatch = _FromCompiled()
+    finditer = _FromCompiled()
+    findall = _FromCompiled()
+    sub = _FromCompiled()
+    subf = _FromCompiled()
+    subn = _FromCompiled()
+    subfn = _FromCompiled()
+    split = _FromCompiled()
+    splititer = _FromCompiled()
+    scanner = _FromCompiled()
+    groups = _FromCompiled()
+    groupindex = _FromCompiled()
+    flags = _FromCompiled()
+    named_lists = _FromCompiled()
+    prefixmatch = _FromCompiled()
 
     def __repr__(self) -> str:
         return f"LazyRegex({self.pattern!r}{'' if self.dotall else ', dotall=False'})"

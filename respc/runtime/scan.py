@@ -9,6 +9,8 @@ back every byte from its start.
 
 from __future__ import annotations
 
+import re
+
 TYPE_CHECKING = False  # typing costs ~5 ms to import: keep it off a generated module's import path
 if TYPE_CHECKING:
     from typing import Any
@@ -65,6 +67,8 @@ RUN_CLASSES = {  # regex class -> (name of the constant, its characters)
     " ": ("RUN_SPACE", RUN_SPACE),
 }
 
+# A lazy repeat (`*?`, `+?`, `??`, `{m,n}?`; an escaped `\*?` counts too, which only costs a search).
+_LAZY_REPEAT = re.compile(r"[*+?}]\?")
 _LIMIT: list[float | None] = [None]  # seconds allowed for one delimiter search; None: no limit
 
 
@@ -132,6 +136,7 @@ class LazyRegex:
         # match and which are not (`partial_held`).
         self.partials: dict[Any, bool] | None = {} if memo else None
         self.context = context if memo else 0
+        self.lazy = _LAZY_REPEAT.search(pattern) is not None  # (`starts_at` searches such a pattern)
 
     def compiled(self) -> Any:
         """The compiled `regex` pattern (imports `regex` and compiles on the first call)."""
@@ -327,9 +332,16 @@ def _match(pattern: Any, buf: str, pos: int) -> Any:
 
 
 def starts_at(pattern: Any, buf: str, pos: int) -> bool:
-    """Whether a complete or partial match of `pattern` starts at `pos` (the `regex` module's partial
-    match there). Where none does, the oracle's partial search from `pos` finds nothing that starts
-    there: what it finds, complete or partial, is a match at its start."""
+    """Whether the oracle's partial search of `pattern` from `pos` finds a complete or partial match that
+    starts at `pos`: the `regex` module's partial match there, which answers as that search does but
+    where a lazy repeat meets an anchor or a lookbehind at the text's end (`(?:x)*?(?<=b)` over "x": the
+    search holds "x", the match finds nothing), so a pattern with a lazy repeat is searched."""
+    lazy = getattr(pattern, "lazy", None)
+    if lazy is None:
+        lazy = _LAZY_REPEAT.search(pattern.pattern) is not None
+    if lazy:
+        match = _search(pattern, buf, pos, True)
+        return match is not None and match.start() == pos
     limit = _LIMIT[0]
     try:
         if limit is None:

@@ -13,7 +13,7 @@ import pytest
 import regex
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
-from support.compare import FIXTURES, assert_same, chunkings, oracle_stream, respc_stream
+from support.compare import FIXTURES, SUPPORTED_TARGETS, assert_same, chunkings, oracle_stream, respc_stream
 from support.oracles import stream_trace
 
 import respc
@@ -126,14 +126,20 @@ _PATTERNS = st.recursive(
 @settings(max_examples=1_500, deadline=None)
 @example(pattern="a.*z|b", text="a b", pos=0)
 @example(pattern="ab|a", text="a", pos=0)
+@example(pattern="(?:x)*?(?<=b)", text="x", pos=0)  # (the `regex` module's partial match finds nothing here)
+@example(pattern="(?:b)*?^", text="<<<<b", pos=4)
 @given(pattern=_PATTERNS, text=st.text(alphabet="ab<> x", max_size=8), pos=st.integers(0, 8))
-def test_a_partial_search_finds_nothing_at_a_position_where_no_partial_match_starts(
+def test_a_partial_search_finds_nothing_at_a_position_where_starts_at_says_none_starts(
     pattern: str, text: str, pos: int
 ) -> None:
-    """`_commit_held`'s premise: where the `regex` module's partial match at a position finds nothing,
-    its partial search from there (the oracle's) finds nothing that starts there. Asked only before the
-    buffer's end (the held text is never empty): at the very end `regex` answers `$^`'s partial search
-    with an empty partial match there, and its partial match with nothing."""
+    """`_commit_held`'s and `_commit_literal`'s premise for the other watched delimiters: where `starts_at`
+    says no complete or partial match starts at a position, the oracle's partial search from there finds
+    nothing that starts there. (It may say one starts where the search finds none: the search prefers a
+    complete match further on, `a.*z|b`; the pass then decides. The `regex` module's partial match, which
+    it asks, finds nothing where a lazy repeat meets an anchor or a lookbehind at the text's end while the
+    search holds the text, `(?:x)*?(?<=b)`: such a pattern is searched.) Asked only before the buffer's
+    end (the held text is never empty): at the very end `regex` answers `$^`'s partial search with an
+    empty partial match there, and its partial match with nothing."""
     assume(pos < len(text))
     try:
         compiled = regex.compile(pattern, regex.DOTALL)
@@ -143,6 +149,36 @@ def test_a_partial_search_finds_nothing_at_a_position_where_no_partial_match_sta
     found = compiled.search(text, pos, partial=True)
     if found is not None and found.start() == pos:
         assert starts_at(compiled, text, pos), (pattern, text, pos)
+
+
+# A delimiter whose partial search holds text at a position where the `regex` module's partial match finds
+# nothing (a lazy repeat before a lookbehind), beside literals that complete there: the oracle holds, so
+# the literal commits only once the stream ends.
+LAZY = {
+    "start_anchor": "S",
+    "fields": {
+        "tool_calls": {"open_pattern": "(?:x)*?(?<=b)", "close": "</t>"},
+        "content": {"close": ["xx", "<e>"]},
+        "reasoning_content": {"open": "<r>", "close_pattern": "</r>"},
+    },
+}
+
+
+@pytest.mark.parametrize("target", SUPPORTED_TARGETS)
+@pytest.mark.parametrize(
+    "chunks",
+    [["hi", "x", "x"], ["hi x", "x"], ["hix", "x", "y"], ["hi", "xx"], ["b", "x", "x"], ["hi <", "e>"]],
+)
+def test_a_lazy_repeat_that_holds_where_no_partial_match_starts_keeps_the_commit_back(
+    chunks: list[str], target: str
+) -> None:
+    assert_same(
+        respc_stream(LAZY, "S", chunks, target=target),
+        oracle_stream(LAZY, "S", chunks, target=target),
+        LAZY,
+        repr(chunks),
+        target,
+    )
 
 
 def _declared_stems() -> list[Any]:

@@ -870,7 +870,7 @@ class CompiledParser:
                     return []
                 commit = self._commit_held(pattern, buf)
                 if commit is not None:
-                    return self._take(text, commit)
+                    return self._take(buf, commit)
                 whole = pattern.whole if type(pattern) is AfterHead else pattern
                 other = self._held_by(buf, self._pos, grown, whole)
                 if other is not None:
@@ -880,12 +880,22 @@ class CompiledParser:
                     return []
             for stem in self._stems:
                 if stem in grown:
-                    if pattern is None and self._patterns:  # (a state of literals scans cheaply)
-                        buf = self._buf + text
+                    # A starter is there (`_skips_scan` would say no): a commit at the held text's start,
+                    # when one is found without the pass, is the pass's first (`_take`).
+                    buf = self._buf + text
+                    if pattern is None and self._patterns:
                         commit = self._commit_literal(buf, self._pos)
-                        if commit is not None:
-                            return self._take(text, commit)
-                    return self._pass(text, False)  # a starter is there: `_skips_scan` would say no
+                    elif not self._patterns and not self.UNORDERED:
+                        # A state of literals alone: its scan is a `str.find` or two, and its commit, if it
+                        # starts at the held text's start and is not empty, is the pass's first.
+                        commit = self._scan(buf, self._pos)[0]
+                        if commit is not None and not commit[0] == self._pos < commit[1]:
+                            commit = None
+                    else:
+                        commit = None
+                    if commit is not None:
+                        return self._take(buf, commit)
+                    return self._pass(text, False)
             routed = self._release_held(grown)
             if routed is not None:
                 return routed
@@ -951,7 +961,7 @@ class CompiledParser:
                 return []
             commit = self._commit_held(self._held_pattern, buf)
             if commit is not None:
-                return self._take(text, commit)
+                return self._take(buf, commit)
         return self._pass(text) if self._mode == _PENDING else self._installed(text)
 
     def _commit_held(self, pattern: Any, buf: str) -> tuple | None:
@@ -1020,15 +1030,16 @@ class CompiledParser:
                 return None
         return found
 
-    def _take(self, text: str, commit: tuple) -> list[dict]:
-        """`_pass(text, False, commit)` for the commit `_commit_held` found, written for its case: a match at
-        the scan position, not empty, so nothing is routed before it and no cycle starts there (`_process`
-        for one commit, then for the rest of the buffer, which `_rest_hold` most often settles without a
-        scan)."""
-        self._buf = buf = self._buf + text
+    def _take(self, buf: str, commit: tuple) -> list[dict]:
+        """`_pass(text, False)` for a commit found without it (`_commit_held`, `_commit_literal`, a state of
+        literals' scan) in `buf`, the buffer with the chunk added, written for its case: a match at the
+        scan position, not empty, so nothing is routed before it and no cycle starts there (`_process` for
+        one commit, then for the rest of the buffer, which `_settle_rest` or `_rest_hold` most often
+        settles without a scan)."""
+        self._buf = buf
         self._held = self._held_pattern = None
         events: list[dict] = []
-        end, is_open, name, match = commit[1:]
+        _, end, is_open, name, match = commit
         self._pos = end  # (consumed before the close, which may fail)
         try:
             if is_open:
@@ -1039,19 +1050,117 @@ class CompiledParser:
                 if match is not None and self.FIELDS[name].close_captures:
                     self._captures.update({k: v for k, v in match.groupdict().items() if v is not None})
                 self._close(events)
-            hold = self._rest_hold(buf, end)
-            if hold < 0:
-                self._process(events, False)
-            elif hold > end:
-                self._route(events, buf[end:hold])
-                self._pos = hold
-            self._trim()
-            self._settle()
+            if not self._settle_rest(events, buf, end):
+                hold = self._rest_hold(buf, end)
+                if hold < 0:
+                    if self._process(events, False):
+                        return events
+                elif hold > end:
+                    self._route(events, buf[end:hold])
+                    self._pos = hold
+                self._trim()
+                self._settle()
         except BaseException:
             self._mode = _GENERAL
             self.feed = self._feed_general
             raise
         return events
+
+    def _settle_rest(self, events: list[dict], buf: str, end: int) -> bool:
+        """After a commit that consumed the buffer up to `end`, in the state it entered: `_rest_hold`,
+        `_route`, `_trim` and `_settle`, written out as one for their commonest answers, in a state of mode
+        plain, lead or discard where no guarded branch can match. What is left is a proper prefix of a stem
+        (held), or holds no start character, so it is routed, but for a trailing run in mode lead (held);
+        then the mode is installed as `_settle` decides. True when done; False, having done nothing, for
+        any other case. (A commit cost about ten Python calls; these were a third of them.)"""
+        current = self._current
+        state = self.STATES[current]
+        mode = state.mode
+        watched = state.watched
+        if (
+            watched is None
+            or (mode != "plain" and mode != "lead" and (mode != "discard" or state.runs))
+            or self._empty_open
+            or (state.guard is not None and not self._unguarded(buf, end))
+        ):
+            return False
+        pos = len(buf)
+        held = None
+        if end < pos:
+            if pos - end > _REST:
+                return False
+            rest = buf[end:]
+            if rest in self._stem_prefixes:
+                held, pos = rest, end
+            else:
+                for char in watched:
+                    if char in rest:
+                        # A run, then a proper prefix of a lead-run delimiter's stem: its partial match,
+                        # held (`_rest_hold`). Else `_starts_nothing` may still say nothing starts: the
+                        # general way's.
+                        if not self._patterns or self._lead_pattern(rest) is None:
+                            return False
+                        held, pos = rest, end
+                        break
+                else:
+                    if mode == "lead":
+                        run = self._run
+                        if rest[-1] in run:
+                            cut = len(rest) - 1  # a trailing run, held (`run_start`)
+                            while cut and rest[cut - 1] in run:
+                                cut -= 1
+                            held, rest, pos = rest[cut:], rest[:cut], end + cut
+                    if rest and current is not None:
+                        parts = self._parts  # `_route` (`_empty_open` is false already)
+                        parts.append(rest)
+                        if len(parts) >= self._parts_limit:
+                            self._coalesce()
+                        if not self._opened:
+                            events.append({"type": "region_open", "field": current})
+                            self._opened = True
+                        events.append(
+                            {"type": "region_chunk", "field": current, "text": rest, "dirty": self._dirty}
+                        )
+        context = self.CONTEXT  # `_trim`
+        if context is not None and pos > context:
+            buf = self._buf = buf[pos - context :]
+            pos = context
+        self._pos = pos
+        wide = self._WIDE and state.wide is not False  # (the fast modes' methods: `_settle`'s choice)
+        if held is None:
+            if mode == "discard":
+                self._mode = _DISCARD
+                self.feed = self._feed_wide if wide else self._feed_discard
+            elif not self._opened:
+                self._mode = _GENERAL
+                self.feed = self._feed_general
+            elif mode == "plain":
+                self._mode = _PLAIN
+                self.feed = (
+                    self._feed_wide
+                    if wide
+                    else self._feed_plain if context or not self._start_char else self._feed_plain_literal
+                )
+            else:
+                self._mode = _LEAD
+                self.feed = self._feed_wide if wide else self._feed_lead
+            return True
+        if held in self._stem_prefixes:
+            self._held = held
+        elif self._stems or self._patterns:
+            pattern = self._held_by(buf, pos, held)  # (what `_settle` keeps the held text by)
+            if pattern is not None:
+                self._held, self._held_pattern = held, pattern
+        if mode == "lead" and self._opened and _first_of(held, state.start_char) < 0:
+            self._mode = _LEAD
+            self.feed = self._feed_wide if wide else self._feed_lead
+        elif self._held is None:
+            self._mode = _GENERAL
+            self.feed = self._feed_general
+        else:
+            self._mode = _HELD
+            self.feed = self._feed_held
+        return True
 
     def _pend(self, buf: str, pos: int, rest: str) -> bool:
         """Install mode pending when a watched regex delimiter's partial search holds `rest` (the buffer
@@ -1134,12 +1243,13 @@ class CompiledParser:
         try:
             if may_skip and text and type(text) is str and self._skips_scan(text):
                 self._route_skipping_scan(events, text)
+                self._settle()
             else:
                 if text:
                     self._buf += text
-                self._process(events, False)
-                self._trim()
-            self._settle()
+                if not self._process(events, False):
+                    self._trim()
+                    self._settle()
         except BaseException:
             self._mode = _GENERAL
             self.feed = self._feed_general  # what a fast mode assumed may no longer hold
@@ -1459,8 +1569,10 @@ class CompiledParser:
 
     # -- the pass --------------------------------------------------------------------------------------
 
-    def _process(self, events: list[dict] | None, eos: bool) -> None:
-        """The oracle's processing pass; `events` is None when nobody will read them."""
+    def _process(self, events: list[dict] | None, eos: bool) -> bool:
+        """The oracle's processing pass; `events` is None when nobody will read them. True when, after a
+        commit, it has also trimmed the buffer and installed the next feed's mode (`_settle_rest`); else
+        that is the caller's to do (`_trim`, `_settle`)."""
         buf = self._buf
         pos = self._pos
         hold = len(buf)
@@ -1477,11 +1589,13 @@ class CompiledParser:
             if self.UNORDERED and (self._current is None or self._current == self.IMPLICIT):
                 self._break_tie(buf, pos, eos)
             if not eos:
-                if committed and (rest := self._rest_hold(buf, pos)) >= 0:
-                    hold = rest  # (what the state's scan would answer, with nothing to commit)
-                    break
-                else:
-                    commit, hold = self._scan(buf, pos)
+                if committed:
+                    if events is not None and self._settle_rest(events, buf, pos):
+                        return True
+                    if (rest := self._rest_hold(buf, pos)) >= 0:
+                        hold = rest  # (what the state's scan would answer, with nothing to commit)
+                        break
+                commit, hold = self._scan(buf, pos)
             elif pos == len(buf):
                 break  # nothing left: no end-of-stream scan commits a match at the end of the text
             elif far is None or pos >= far_until:
@@ -1539,7 +1653,9 @@ class CompiledParser:
                 self._close(events)
                 cycle = (name, end) if start == end and zero_width_open else None
             elif start == end:
-                return  # an unopened region closed on nothing: the oracle stops the pass here (quirk Q4)
+                return (
+                    False  # an unopened region closed on nothing: the oracle stops the pass here (quirk Q4)
+                )
         if eos:
             if pos < len(buf):
                 self._route(events, buf[pos:])
@@ -1550,6 +1666,7 @@ class CompiledParser:
         elif hold > pos:
             self._route(events, buf[pos:hold])
             self._pos = hold
+        return False
 
     def _rest_hold(self, buf: str, pos: int) -> int:
         """Where the streaming scan of the state just entered would hold from, when it would commit nothing
@@ -1705,7 +1822,24 @@ class CompiledParser:
             return
         if events is not None:
             events.append({"type": "region_close", "field": current, "value": value})
-        self._reset(current == self.IMPLICIT)
+        # `_reset`, written out (a commit's calls are most of its cost).
+        implicit = self._current = self.IMPLICIT
+        if current != implicit:
+            (
+                self._scan,
+                self._end_scan,
+                self._start_char,
+                self._run,
+                self._dirty,
+                self._stems,
+                self._stem_prefixes,
+                self._patterns,
+            ) = self.STATES[implicit].entered
+        self._captures = {}
+        self._parts = []
+        self._parts_limit = _COALESCE
+        self._opened = False
+        self._empty_open = False
 
     def _keep_error(self, events: list[dict] | None, field: Any, text: str, error: BaseException) -> None:
         """errors="keep": report a region that failed to parse, with its raw text, and carry on."""

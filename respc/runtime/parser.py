@@ -398,8 +398,17 @@ class CompiledParser:
                 if not str(error).startswith("expected string or bytes-like object"):
                     raise
                 # A prefix that is neither a str nor bytes-like: transformers searches it with the `regex`
-                # module, whose message for it this is (`re`'s says "expected string or ...").
-                raise TypeError(f"a bytes-like object is required, not '{type(prefix).__name__}'") from None
+                # module, whose message for it differs from `re`'s and between its own releases ("expected
+                # string or buffer" in 2026.5, "a bytes-like object is required, not 'int'" in 2026.12), so
+                # the installed module raises it.
+                refused = error
+            else:
+                refused = None
+            if refused is not None:
+                import regex
+
+                regex.compile("").search(prefix)
+                raise refused  # (a type `regex` takes where `re` did not: none known)
         if last_end is None:
             import logging  # only needed on this path; keeps importing a parser cheap
 

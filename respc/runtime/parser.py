@@ -17,8 +17,8 @@ can without a pass, exactly as the pass would, and hands every other chunk to th
 
 | mode | installed when | a chunk it takes |
 |---|---|---|
-| plain | the state's mode (a region, up to three start characters, no lead runs); the region is open, nothing held | holds no start character, or starts nothing: routed as one event |
-| lead | the state's mode (as plain, with delimiters that start with a run of one class, `\\s*<x>`); the region is open; nothing held but a run | starts nothing: routed up to its trailing run, which is held (a chunk that is all run is set aside, not copied) |
+| plain | the state's mode (a region, up to three start characters, no lead runs); the region is open, nothing held | holds no start character, or starts nothing: routed as one event; ends in a stem's proper prefix after no start character: the rest routed, that held (`_hold_tail`); in a state of one regex delimiter and no stem, held from that pattern's partial match (`_hold_pending`) |
+| lead | the state's mode (as plain, with delimiters that start with a run of one class, `\\s*<x>`); the region is open; nothing held but a run | starts nothing: routed up to its trailing run, which is held (a chunk that is all run is set aside, not copied); ends in a stem's proper prefix, perhaps after a run: held from there as plain holds it, or from the run where a lead-run delimiter's partial match holds it |
 | discard | the state's mode (outside every region of a template without implicit field); nothing held | holds no start character: dropped |
 | bare | the state's mode (the region watches no delimiter); the region is open | any text: routed |
 | held | the held text is a proper prefix of a stem, or a partial match of a known regex delimiter | keeps it one: the buffer grows |
@@ -26,10 +26,11 @@ can without a pass, exactly as the pass would, and hands every other chunk to th
 | general | otherwise (after construction, unless the prompt's pass settled a fast mode; an error, `finalize`) | every chunk: a chunk that ends in a stem's proper prefix after text with no start character is held without a scan (`_hold_stem`); a chunk in which nothing can start is routed without a scan (`_skips_scan`); any other takes the oracle's pass (`_process`) |
 
 Within a pass, the state entered after a commit is not scanned when what is left starts nothing
-(`_rest_hold`). The facts the fast modes rest on leave out guarded branches (`^...`, `(?<=;)...`), so
-none of them is taken where one may match (`_unguarded`; docs/internals.md says why each is exact). A
-mode never changes what is routed, held or committed; `feed_mode` names the current one (the tests record
-the modes streams take).
+(`_rest_hold`; its commonest answers, with the routing and the next mode, in one method: `_settle_rest`).
+The facts the fast modes rest on leave out guarded branches (`^...`, `(?<=;)...`), so none of them is
+taken where one may match (`_unguarded`; docs/internals.md says why each is exact). A mode never changes
+what is routed, held or committed; `feed_mode` names the current one (the tests record the modes streams
+take).
 
 Routed text reaches a region's body through `_route` (append, coalesce long bodies, emit the chunk). The
 fast modes inline its append, where a method call costs 8-10% of a chunk's time, and the pass appends
@@ -48,6 +49,7 @@ from respc.runtime.scan import (
     held_pattern,
     lead_holds,
     partial_held,
+    pending_start,
     remember_held,
     run_start,
     scan_pattern,
@@ -549,8 +551,9 @@ class CompiledParser:
         self.feed = method  # (`vars(self)` would tell whether it is, but makes the instance keep a dict)
         return method(text)
 
-    def _general(self, text: str) -> list[dict]:
-        """The general mode's work, in any state: a chunk a fast mode does not take comes here too."""
+    def _general(self, text: str, may_skip: bool = True) -> list[dict]:
+        """The general mode's work, in any state: a chunk a fast mode does not take comes here too (with
+        `may_skip` False where `_starts_nothing` has said no of it: the pass's `_skips_scan` would too)."""
         if text and self._pos == len(self._buf) and not self._run_pieces and not self._finalized:
             if self._stems and (held := self._hold_stem(text)) is not None:
                 return held
@@ -569,7 +572,7 @@ class CompiledParser:
                 if self._pend(buf, self._pos, text):
                     self._buf = buf
                     return []
-        return self._pass(text)
+        return self._pass(text, may_skip)
 
     # The general mode under the name `_settle` installs it by (an instance attribute named `feed` shadows
     # the class's), and the name contract 2 modules assign in their class body, kept so that importing one
@@ -588,7 +591,9 @@ class CompiledParser:
                 if at >= 0 and text[at:] in self._stem_prefixes:
                     return self._hold_tail(text, at)  # (`_starts_nothing` would say no)
                 if not self._starts_nothing(text):
-                    return self._general(text)
+                    if self._stems or (held := self._hold_pending(text)) is None:
+                        return self._general(text, False)
+                    return held
             self._buf = text  # the chunk is all the context the patterns can look back at
             self._pos = len(text)
             parts = self._parts  # `_route`'s append, inlined: this is most of a stream's feeds
@@ -597,6 +602,42 @@ class CompiledParser:
                 self._coalesce()
             return [{"type": "region_chunk", "field": self._current, "text": text, "dirty": self._dirty}]
         return self._general(text) if self._mode == _PLAIN else self._installed(text)
+
+    def _hold_pending(self, text: str) -> list[dict] | None:
+        """Mode plain's chunk that may start something, in a state that watches one regex delimiter and no
+        stem (ERNIE's content, `\\n?</response>`: a newline may start it): the pass's one scan is that
+        pattern's partial search, which, finding a match it holds, routes the text before it and holds the
+        rest (`_route`, `_trim`, `_settle`, `_held_by`, written out for that case); None for any other
+        answer (a commit), and in any other state."""
+        state = self.STATES[self._current]
+        watch = state.watch
+        if len(watch) != 1 or type(watch[0][0]) is tuple or state.guard is not None or self.UNORDERED:
+            return None
+        pattern = watch[0][0]
+        pos = self._pos
+        buf = self._buf + text
+        start = pending_start(pattern, buf, pos)
+        if start < 0:
+            return None
+        self._held = buf[start:]
+        self._held_pattern = pattern if pattern.head is None else held_pattern(pattern, buf, start)
+        routed = buf[pos:start]
+        pos = start
+        context = self.CONTEXT
+        if context is not None and pos > context:
+            buf = buf[pos - context :]  # (`_trim`)
+            pos = context
+        self._buf = buf
+        self._pos = pos
+        self._mode = _HELD
+        self.feed = self._feed_held
+        if not routed:
+            return []
+        parts = self._parts
+        parts.append(routed)
+        if len(parts) >= self._parts_limit:
+            self._coalesce()
+        return [{"type": "region_chunk", "field": self._current, "text": routed, "dirty": self._dirty}]
 
     def _first_start(self, text: str) -> int:
         """For a state with several start characters (`_start_char` is ""), the index of the first of
@@ -616,29 +657,41 @@ class CompiledParser:
             return -1
         return at
 
-    def _hold_tail(self, text: str, at: int) -> list[dict]:
-        """Modes plain and lead, at rest past the buffer's start: the chunk's text from its first start
-        character (at `at`, after no run of the lead class) is a proper prefix of a stem, where no
-        guarded branch can match (one start character means no guard character: its guard, if any, is `^`
-        alone, which matches nothing past the start; for several, `_first_start` asks `_unguarded`).
-        `_hold_stem`'s answer, written out for them: the text before it is routed, the rest held (mode
-        held)."""
-        pos = self._pos + at
-        buf = self._buf + text
+    def _hold_tail(self, text: str, at: int, pattern: Any = None) -> list[dict]:
+        """Modes plain and lead, past the buffer's start: the chunk's text from its first start character
+        (at `at`, after no run of the lead class) is a proper prefix of a stem, or (mode lead) from the run
+        before that character (the held run too, when `at` is 0) a partial match of the lead-run delimiter
+        `pattern`, where no guarded branch can match (one start character means no guard character: its
+        guard, if any, is `^` alone, which matches nothing past the start; for several, `_first_start`
+        asks `_unguarded`). `_hold_stem`'s answer, written out for them: the text before it (after mode
+        lead's held run, if any) is routed, the rest held (mode held)."""
+        buf = self._buf
+        pos = self._pos
+        if pos == len(buf):
+            routed = text[:at]
+            held = text[at:]
+            pos += at
+        elif at:
+            routed = buf[pos:] + text[:at]
+            held = text[at:]
+            pos = len(buf) + at
+        else:
+            routed = ""
+            held = buf[pos:] + text
+        buf += text
         context = self.CONTEXT
         if context is not None and pos > context:
             buf = buf[pos - context :]  # (`_trim`)
             pos = context
         self._buf = buf
         self._pos = pos
-        self._held = text[at:]
-        self._held_pattern = None
+        self._held = held
+        self._held_pattern = pattern
         self._mode = _HELD
         self.feed = self._feed_held
         current = self._current
-        if not at or current is None:
+        if not routed or current is None:
             return []
-        routed = text[:at]
         parts = self._parts
         parts.append(routed)
         if len(parts) >= self._parts_limit:
@@ -746,16 +799,26 @@ class CompiledParser:
         if type(text) is str:
             start = self._start_char
             if start in text and (start or not self.STATES[self._current].several.isdisjoint(text)):
-                if not self._run_pieces and self._pos == len(self._buf):
+                if not self._run_pieces:
                     at = text.find(start) if start else self._first_start(text)
-                    if (
-                        at >= 0
-                        and (not at or text[at - 1] not in self._run)
-                        and text[at:] in self._stem_prefixes
-                    ):
-                        return self._hold_tail(text, at)  # (`_starts_nothing` would say no)
+                    if at >= 0 and text[at:] in self._stem_prefixes:  # (`_starts_nothing` would say no)
+                        run = self._run
+                        cut = at
+                        while cut and text[cut - 1] in run:
+                            cut -= 1
+                        if cut == at and (at or self._pos == len(self._buf)):
+                            return self._hold_tail(text, at)
+                        # After a run (in the chunk, or held, or both), which a lead-run delimiter's partial
+                        # match holds with it, if one does (`_hold_stem`): ` ok\n<|im`, where `\s*<|im_end|>`
+                        # is watched; `\n` held, then `<too`, beside `\s*<tool_call>`.
+                        rest = text[cut:] if cut else self._buf[self._pos :] + text
+                        pattern = None
+                        if rest in self._stem_prefixes or (
+                            self._patterns and (pattern := self._lead_pattern(rest)) is not None
+                        ):
+                            return self._hold_tail(text, cut, pattern)
                 if not self._starts_nothing(text):
-                    return self._lead_other(text)
+                    return self._lead_other(text, False)
             run = self._run
             pieces = self._run_pieces
             if text[-1] not in run:
@@ -811,15 +874,15 @@ class CompiledParser:
             return [{"type": "region_chunk", "field": self._current, "text": routed, "dirty": self._dirty}]
         return self._lead_other(text)
 
-    def _lead_other(self, text: str) -> list[dict]:
-        """Mode lead's chunk that may start something (or is no `str`)."""
+    def _lead_other(self, text: str, may_skip: bool = True) -> list[dict]:
+        """Mode lead's chunk that may start something (or is no `str`); `may_skip` as `_general`'s."""
         if self._held is not None and not self._run_pieces:
             # A held run that a lead-run delimiter's partial match may grow: mode held from now on (its
             # pass, if it takes one, settles the mode again).
             self._mode = _HELD
             self.feed = feed = self._feed_held
             return feed(text)
-        return self._general(text)
+        return self._general(text, may_skip)
 
     def _feed_held(self, text: str) -> list[dict]:
         """Mode held: the held text is a proper prefix of a stem, or a partial match of the regex delimiter
@@ -854,10 +917,17 @@ class CompiledParser:
                     self._buf += text  # remembered as a partial match (`partial_held`): a dict lookup
                     self._held = grown
                     return []
-                if pattern.lead is not None and len(grown) <= pattern.longest and lead_holds(pattern, grown):
-                    self._buf += text
-                    self._held = grown
-                    return []
+                if pattern.lead is not None:
+                    if len(grown) <= pattern.longest and lead_holds(pattern, grown):
+                        self._buf += text
+                        self._held = grown
+                        return []
+                    if held[-1:] in pattern.lead:
+                        # A held run (`</think>\n\n`, then the answer): most often the chunk starts
+                        # nothing, and it is routed without the tests of a commit, which could find none.
+                        routed = self._release_held(grown)
+                        if routed is not None:
+                            return routed
                 holds = pattern.holds
                 if holds is not None and holds(grown):
                     self._buf += text  # the head has matched, the tail still may: a partial match
@@ -915,8 +985,8 @@ class CompiledParser:
         body; phi4-mini's `f` then `or t`, beside `functools[`): the pass would route them, but for a
         trailing run in mode lead's states (which a lead-run delimiter may start), and settle the state's
         mode (`_skips_scan`, `_route_skipping_scan`, `_settle`), written out here as mode plain and mode
-        lead route a chunk; None when they may start something. (The buffer keeps them all as context: at
-        least `CONTEXT`.)"""
+        lead route a chunk, opening the implicit region if it is not open yet; None when they may start
+        something. (The buffer keeps them all as context: at least `CONTEXT`.)"""
         state = self.STATES[self._current]
         mode = state.mode
         if (
@@ -924,7 +994,6 @@ class CompiledParser:
             and state.guard is None
             and (not self._WIDE or state.wide is False)
             and self._current is not None
-            and self._opened
             and self._starts_nothing(grown)
         ):
             routed = grown
@@ -951,7 +1020,12 @@ class CompiledParser:
             else:
                 self._mode = _LEAD
                 self.feed = self._feed_lead
-            return [{"type": "region_chunk", "field": self._current, "text": routed, "dirty": self._dirty}]
+            chunk = {"type": "region_chunk", "field": self._current, "text": routed, "dirty": self._dirty}
+            if self._opened:
+                return [chunk]
+            # The implicit region, not open yet: a run after `</think>` was held for it (`_route`).
+            self._opened = True
+            return [{"type": "region_open", "field": self._current}, chunk]
         return None
 
     def _feed_pending(self, text: str) -> list[dict]:

@@ -363,6 +363,17 @@ def partial_at(pattern: Any, buf: str, pos: int) -> bool:
     return match is not None and match.start() == pos and (match.partial or match.end() == len(buf))
 
 
+def pending_start(pattern: Any, buf: str, pos: int) -> int:
+    """Where the oracle's partial search of `pattern` from `pos` finds a match it holds (partial, or
+    complete up to the end of the buffer: quirk Q19), when that starts before the buffer's end; else -1
+    (no match, or a complete one before the end, which may commit)."""
+    match = _search(pattern, buf, pos, True)
+    if match is None or not (match.partial or match.end() == len(buf)):
+        return -1
+    start = match.start()
+    return start if start < len(buf) else -1
+
+
 def partial_start(buf: str, pos: int, literal: str) -> int:
     """The leftmost index from which the rest of `buf` is a proper prefix of `literal`, or -1.
 

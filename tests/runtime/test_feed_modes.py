@@ -592,6 +592,11 @@ def test_a_held_open_commits_without_the_states_scan() -> None:
         ("qwen3", "lead", " ok<tool", " ok", "<tool"),
         ("qwen3", "lead", "<|im", "", "<|im"),
         ("phi4_mini", "lead", "e of", "e o", "f"),  # several start characters
+        # After a run: held with it, as the partial match of a lead-run delimiter (`\s*<|im_end|>`).
+        ("qwen3", "lead", " ok\n<|im", " ok", "\n<|im"),
+        ("qwen3", "lead", " ok\n \n<tool", " ok", "\n \n<tool"),
+        ("qwen3", "lead", "\n<|im", "", "\n<|im"),
+        ("phi4_mini", "lead", "e fu", "e", " fu"),
         ("mistral_v11", "plain", "ok [TOO", "ok ", "[TOO"),
     ],
 )
@@ -617,6 +622,155 @@ def test_a_chunk_that_ends_in_a_stems_prefix_is_held_by_the_fast_mode(
         assert_same(
             respc_stream(module.TEMPLATE, prefix, chunks),
             oracle_stream(module.TEMPLATE, prefix, chunks),
+            module.TEMPLATE,
+            repr(chunks),
+        )
+
+
+@pytest.mark.parametrize(
+    ("preset", "run", "chunk", "routed", "held"),
+    [
+        ("qwen3", "\n", "<too", "", "\n<too"),  # `\s*<tool_call>`'s partial match from the held run
+        ("qwen3", "\n", " \n<|im", "", "\n \n<|im"),  # more of the run first
+        ("qwen3", " \n", "<", "", " \n<"),
+        ("phi4_mini", " ", "func", "", " func"),  # several start characters
+        # Text after the held run: it is routed with it, up to the stem's prefix or the run before it.
+        ("qwen3", " ", "17.<", " 17.", "<"),
+        ("qwen3", "\n", "ok \n<|im", "\nok", " \n<|im"),
+        ("phi4_mini", " ", "e fu", " e", " fu"),
+    ],
+)
+def test_a_held_run_and_a_stems_prefix_after_it_are_held_by_mode_lead(
+    preset: str, run: str, chunk: str, routed: str, held: str
+) -> None:
+    """Mode lead holding a trailing run: a chunk that ends in a proper prefix of a stem is held from it, or
+    from the run before it (the held run too, when the chunk is more of it) where a lead-run delimiter's
+    partial match holds them all, as the pass would hold them, without the general mode; text before
+    that is routed, the held run first."""
+    module = respc.load_preset(preset)
+    prefix = json.loads((FIXTURES / "presets" / f"{preset}.json").read_text(encoding="utf-8"))[0]["prefix"]
+    parser = module.ResponseParser(prefix)
+    parser.feed("Sure")
+    assert parser.feed(" thing" + run) == [
+        {"type": "region_chunk", "field": "content", "text": " thing", "dirty": False}
+    ]
+    assert parser.feed_mode == "lead" and parser.current_field == "content"
+    calls = spy(parser, "_general", "_hold_stem", "_process", "_starts_nothing")
+    expected = (
+        [{"type": "region_chunk", "field": "content", "text": routed, "dirty": False}] if routed else []
+    )
+    assert parser.feed(chunk) == expected
+    assert parser.feed_mode == "held" and parser._held == held and not calls
+    tails = (["_call>", "{}"], ["|>", "x"], ["_end|>"], ["tools[{", '"name": "f"}]'], [" x"], ["x", "y"])
+    for tail in tails:
+        chunks = ["Sure", " thing" + run, chunk, *tail]
+        assert_same(
+            respc_stream(module.TEMPLATE, prefix, chunks),
+            oracle_stream(module.TEMPLATE, prefix, chunks),
+            module.TEMPLATE,
+            repr(chunks),
+        )
+
+
+@pytest.mark.parametrize("target", SUPPORTED_TARGETS)
+@pytest.mark.parametrize(
+    ("preset", "chunk", "routed", "held"),
+    [
+        ("ernie4_5", "?\n</", "?", "\n</"),  # `\n?</response>`, and no stem
+        ("ernie4_5", "ok\n", "ok", "\n"),
+        ("ernie4_5", "</re", "", "</re"),
+        ("kimi_k2", "ok <|", "ok ", "<|"),  # `</think>|(?=<\|tool_calls_section_begin\|>)` in reasoning
+    ],
+)
+def test_mode_plain_holds_the_partial_match_of_its_one_regex_delimiter(
+    target: str, preset: str, chunk: str, routed: str, held: str
+) -> None:
+    """A state of mode plain watching one regex delimiter and no stem: a chunk that may start it takes
+    that pattern's partial search alone (`_hold_pending`), not the pass, and holds its partial match."""
+    module = respc.load_preset(preset, target=target)
+    prefix = json.loads((FIXTURES / "presets" / f"{preset}.json").read_text(encoding="utf-8"))[0]["prefix"]
+    opening = ["</think>\n<response>\n" if preset == "ernie4_5" else "<think>", "Sure", " thing"]
+    parser = module.ResponseParser(prefix)
+    for part in opening:
+        parser.feed(part)
+    assert parser.feed_mode == "plain"
+    calls = spy(parser, "_general", "_process")
+    expected = (
+        [{"type": "region_chunk", "field": parser.current_field, "text": routed, "dirty": False}]
+        if routed
+        else []
+    )
+    assert parser.feed(chunk) == expected
+    assert parser.feed_mode == "held" and parser._held == held and not calls
+    for tail in (
+        ["</response>", "\n"],
+        ["x"],
+        ["/response>"],
+        ["response>"],
+        ["\n", "</response>"],
+        ["tool"],
+    ):
+        chunks = [*opening, chunk, *tail]
+        assert_same(
+            respc_stream(module.TEMPLATE, prefix, chunks, target=target),
+            oracle_stream(module.TEMPLATE, prefix, chunks, target=target),
+            module.TEMPLATE,
+            repr(chunks),
+        )
+
+
+@pytest.mark.parametrize("target", SUPPORTED_TARGETS)
+@pytest.mark.parametrize(
+    ("before", "chunk"),
+    [
+        ([], "你好！有"),  # the prompt's pass held the run
+        (["<think>a", "</think>\n\n"], "Fine"),  # a commit's rest held it
+        (["<think>a</think>\n", "\n"], "Fine. "),
+        (["<think>a</think>\n"], " ok\n"),  # a trailing run of the chunk is held again
+    ],
+)
+def test_a_held_run_before_the_implicit_region_opens_is_released_without_a_pass(
+    target: str, before: list[str], chunk: str
+) -> None:
+    """Qwen3's content after `</think>\\n\\n` (`\\s*<tool_call>` is watched): the run is held in mode held,
+    the region not open yet. A chunk that starts nothing opens it and is routed with the run, without
+    the tests of a commit nor the pass (`_release_held`)."""
+    module = respc.load_preset("qwen3", target=target)
+    prefix = "<|im_start|>assistant\n" + ("<think>\n\n</think>\n\n" if not before else "")
+    parser = module.ResponseParser(prefix)
+    for part in before:
+        parser.feed(part)
+    assert parser.feed_mode == "held" and parser.current_field == "content"
+    run = parser._held
+    calls = spy(parser, "_general", "_process", "_commit_held", "_held_by")
+    routed = run + chunk.rstrip()
+    assert parser.feed(chunk) == [
+        {"type": "region_open", "field": "content"},
+        {"type": "region_chunk", "field": "content", "text": routed, "dirty": False},
+    ]
+    assert parser.feed_mode == "lead" and not calls
+    for tail in (["<tool_call>", "{}", "</tool_call>"], ["x"], ["<|im_end|>"], ["\n<|im_", "end|>"]):
+        chunks = [*before, chunk, *tail]
+        assert_same(
+            respc_stream(module.TEMPLATE, prefix, chunks, target=target),
+            oracle_stream(module.TEMPLATE, prefix, chunks, target=target),
+            module.TEMPLATE,
+            repr(chunks),
+        )
+
+
+@pytest.mark.parametrize("target", SUPPORTED_TARGETS)
+@pytest.mark.parametrize("chunk", ["<thi", " <thi", "\n<th"])
+def test_a_held_run_before_a_literals_prefix_is_routed(target: str, chunk: str) -> None:
+    """Qwen3's content watches `<think>`, a literal no run leads: a held run, then its prefix, is routed up
+    to the prefix (no lead-run delimiter's partial match holds the run), as transformers routes it."""
+    module = respc.load_preset("qwen3", target=target)
+    prefix = "<|im_start|>assistant\n"
+    for tail in (["nk>", "x"], ["x"], ["nk", ">"]):
+        chunks = ["Sure", " thing\n", chunk, *tail]
+        assert_same(
+            respc_stream(module.TEMPLATE, prefix, chunks, target=target),
+            oracle_stream(module.TEMPLATE, prefix, chunks, target=target),
             module.TEMPLATE,
             repr(chunks),
         )

@@ -1061,7 +1061,13 @@ def _with_rare(state: State, delimiters: list[Delimiter]) -> State:
 
 
 def _sort_key(name: Any) -> tuple:
-    return (0, name) if isinstance(name, str) else (1, type(name).__name__, repr(name))
+    """A total order on field names that keeps the oracle's among those it can compare: strings by value,
+    numbers (bool, int, float) by value, anything else (None) by its type and repr."""
+    if isinstance(name, str):
+        return (0, name, "")
+    if isinstance(name, (int, float)):
+        return (1, name, "")
+    return (2, type(name).__name__, repr(name))
 
 
 def _tie_order(names: list[Any]) -> tuple[list[Any], bool]:

@@ -46,6 +46,15 @@ CASES = {
     "4 int and str tie": (t({1: {"open": ">"}, "a": {"open": ">"}}), ">x"),
     "4 str and int tie": (t({"a": {"open": ">"}, 1: {"open": ">"}}), "y>x"),
     "4 ints in numeric order": (t({10: {"open": ">"}, 9: {"open": ">"}}), ">x"),
+    # (beside a str, which they do not compare with: their tie is still 9's, not "10" < "9"'s; a fuzz find)
+    "4 ints in numeric order beside a str": (
+        t({"a": {"open": "<"}, 10: {"open_pattern": ">"}, 9: {"open_pattern": ">"}}),
+        ">x",
+    ),
+    "4 numbers in numeric order beside a str": (
+        t({"a": {"open": "<"}, 1.5: {"open": ">"}, 1: {"open": ">"}, 2: {"open": ">"}}),
+        ">x",
+    ),
     "4 int beside str, no tie": (t({1: {"open": ">"}, "a": {"open": "<"}}), ">x<y"),
     # (the oracle compares the keys of the committable matches even when a pending one then holds them)
     "4 tie while a pattern holds": (

@@ -917,17 +917,17 @@ class CompiledParser:
                     self._buf += text  # remembered as a partial match (`partial_held`): a dict lookup
                     self._held = grown
                     return []
-                if pattern.lead is not None:
-                    if len(grown) <= pattern.longest and lead_holds(pattern, grown):
-                        self._buf += text
-                        self._held = grown
-                        return []
-                    if held[-1:] in pattern.lead:
-                        # A held run (`</think>\n\n`, then the answer): most often the chunk starts
-                        # nothing, and it is routed without the tests of a commit, which could find none.
-                        routed = self._release_held(grown)
-                        if routed is not None:
-                            return routed
+                if pattern.lead is not None and len(grown) <= pattern.longest and lead_holds(pattern, grown):
+                    self._buf += text
+                    self._held = grown
+                    return []
+                run = self._run
+                if run and held[-1:] in run:
+                    # A held run (`</think>\n\n`, then the answer): most often the chunk starts nothing,
+                    # and it is routed without the tests of a commit, which could find none.
+                    routed = self._release_held(grown)
+                    if routed is not None:
+                        return routed
                 holds = pattern.holds
                 if holds is not None and holds(grown):
                     self._buf += text  # the head has matched, the tail still may: a partial match
@@ -986,15 +986,17 @@ class CompiledParser:
         trailing run in mode lead's states (which a lead-run delimiter may start), and settle the state's
         mode (`_skips_scan`, `_route_skipping_scan`, `_settle`), written out here as mode plain and mode
         lead route a chunk, opening the implicit region if it is not open yet; None when they may start
-        something. (The buffer keeps them all as context: at least `CONTEXT`.)"""
+        something. (The buffer keeps them all as context: at least `CONTEXT`, but for a wide guard's, which
+        keeps that many characters before them too.) In a state with a guard, a guard character in them
+        starts something (`_starts_nothing`), and one just before them or the buffer's start may guard
+        them (`_unguarded`): the pass's then (MiniMax-M2's content, beside `(?<=</invoke>)`)."""
         state = self.STATES[self._current]
         mode = state.mode
         if (
             (mode == "plain" or mode == "lead")
-            and state.guard is None
-            and (not self._WIDE or state.wide is False)
             and self._current is not None
             and self._starts_nothing(grown)
+            and (state.guard is None or self._unguarded(self._buf, self._pos))
         ):
             routed = grown
             cut = len(grown)
@@ -1006,8 +1008,19 @@ class CompiledParser:
                     if not cut or _first_of(grown, state.start_char, cut) >= 0:
                         return None  # (as `_settle`: a held run with a start character is the pass's)
                     routed = grown[:cut]
-            self._buf = grown
-            self._pos = cut
+            wide = self._WIDE and state.wide is not False
+            if wide:
+                buf = self._buf[: self._pos] + grown
+                pos = len(buf) - len(grown) + cut
+                context = self.CONTEXT
+                if pos > context:
+                    buf = buf[pos - context :]  # (`_trim`)
+                    pos = context
+                self._buf = buf
+                self._pos = pos
+            else:
+                self._buf = grown
+                self._pos = cut
             self._held = self._held_pattern = None
             self._empty_open = False
             parts = self._parts
@@ -1019,7 +1032,7 @@ class CompiledParser:
                 self.feed = self._plain_mode()
             else:
                 self._mode = _LEAD
-                self.feed = self._feed_lead
+                self.feed = self._feed_wide if wide else self._feed_lead
             chunk = {"type": "region_chunk", "field": self._current, "text": routed, "dirty": self._dirty}
             if self._opened:
                 return [chunk]

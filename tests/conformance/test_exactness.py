@@ -51,6 +51,8 @@ CASES = {
         t({"a": {"open": "<"}, 10: {"open_pattern": ">"}, 9: {"open_pattern": ">"}}),
         ">x",
     ),
+    # (a held partial match in a state without runs, then a chunk: mode held tests for a held run; a fuzz find)
+    "4 held close pattern without runs": (t({"content": {"close_pattern": "<", "optional": False}}), "<\n"),
     "4 numbers in numeric order beside a str": (
         t({"a": {"open": "<"}, 1.5: {"open": ">"}, 1: {"open": ">"}, 2: {"open": ">"}}),
         ">x",

@@ -760,6 +760,48 @@ def test_a_held_run_before_the_implicit_region_opens_is_released_without_a_pass(
 
 
 @pytest.mark.parametrize("target", SUPPORTED_TARGETS)
+@pytest.mark.parametrize(
+    ("before", "chunk", "released"),
+    [
+        ([], "2 + ", True),  # the prompt's pass held the run
+        (["<think>a</think>\n", "\n"], "Sure", True),
+        (["<think>a</think>\n"], " ok\n\n", True),  # a trailing run of the chunk is held again
+        (["<think>a</think>\n", "\n"], "x>y", False),  # a guard character in the chunk
+        (["<think>a</think>\n", "\n"], "<min", False),  # the chunk may start a delimiter
+    ],
+)
+def test_a_held_run_is_released_where_no_guard_is_near(
+    target: str, before: list[str], chunk: str, released: bool
+) -> None:
+    """MiniMax-M2's content watches `(?<=</invoke>)\\s*<invoke ...>` (a guard that looks back nine
+    characters): a held run, then a chunk that starts nothing, is routed by mode held itself where no
+    guard character is in them or right before them, keeping the context the lookbehind reads; a chunk
+    that may start something, a guard character too, is the pass's. (Right after `</invoke>` a held run is
+    mode pending's.)"""
+    module = respc.load_preset("minimax_m2", target=target)
+    prefix = "]~b]ai\n" + ("<think>\n\n</think>\n\n" if not before else "")
+    parser = module.ResponseParser(prefix)
+    for part in before:
+        parser.feed(part)
+    assert parser.feed_mode == "held" and parser._held.isspace()
+    calls = spy(parser, "_process", "_commit_held")
+    events = parser.feed(chunk)
+    if released:
+        assert not calls and parser.feed_mode == "lead" and events[-1]["text"].startswith("\n")
+    else:
+        assert calls or parser.feed_mode == "held"
+    tails = (["</invoke>"], ['<invoke name="g">', "</invoke>"], ["\n", '<invoke name="g">'], ["[e~[", "x"])
+    for tail in tails:
+        chunks = [*before, chunk, *tail]
+        assert_same(
+            respc_stream(module.TEMPLATE, prefix, chunks, target=target),
+            oracle_stream(module.TEMPLATE, prefix, chunks, target=target),
+            module.TEMPLATE,
+            repr(chunks),
+        )
+
+
+@pytest.mark.parametrize("target", SUPPORTED_TARGETS)
 @pytest.mark.parametrize("chunk", ["<thi", " <thi", "\n<th"])
 def test_a_held_run_before_a_literals_prefix_is_routed(target: str, chunk: str) -> None:
     """Qwen3's content watches `<think>`, a literal no run leads: a held run, then its prefix, is routed up

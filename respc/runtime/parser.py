@@ -917,17 +917,42 @@ class CompiledParser:
                     self._buf += text  # remembered as a partial match (`partial_held`): a dict lookup
                     self._held = grown
                     return []
-                if pattern.lead is not None and len(grown) <= pattern.longest and lead_holds(pattern, grown):
-                    self._buf += text
-                    self._held = grown
-                    return []
-                run = self._run
-                if run and held[-1:] in run:
-                    # A held run (`</think>\n\n`, then the answer): most often the chunk starts nothing,
-                    # and it is routed without the tests of a commit, which could find none.
-                    routed = self._release_held(grown)
-                    if routed is not None:
-                        return routed
+                if pattern.lead is not None:
+                    if len(grown) <= pattern.longest and lead_holds(pattern, grown):
+                        self._buf += text
+                        self._held = grown
+                        return []
+                    # Held as a run and a stem's proper prefix, and no longer so, with no stem complete:
+                    # most often the chunk ended a false alarm (phi4-mini's ` f`, then `or t`, beside
+                    # `\s*functools`) or a held run (`</think>\n\n`, then the answer), and starts nothing,
+                    # so it is routed without the tests of a commit, which could find none.
+                    for stem in self._stems:
+                        if stem in grown:
+                            break
+                    else:
+                        routed = self._release_held(grown)
+                        if routed is not None:
+                            return routed
+                        for other in self._patterns:
+                            if (
+                                other is not pattern
+                                and other.lead is not None
+                                and len(grown) <= other.longest
+                                and lead_holds(other, grown)
+                            ):
+                                # Another lead-run delimiter's partial match now (hunyuan's `<` of
+                                # `\s*<tool_calls>`, then `ans` of `<answer>`) holds it (`_held_by`).
+                                self._buf += text
+                                self._held = grown
+                                self._held_pattern = other
+                                return []
+                else:
+                    run = self._run
+                    if run and held[-1:] in run:
+                        # A held run, beside a pattern without a lead class (MiniMax-M2's), likewise.
+                        routed = self._release_held(grown)
+                        if routed is not None:
+                            return routed
                 holds = pattern.holds
                 if holds is not None and holds(grown):
                     self._buf += text  # the head has matched, the tail still may: a partial match

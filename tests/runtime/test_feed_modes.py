@@ -802,6 +802,43 @@ def test_a_held_run_is_released_where_no_guard_is_near(
 
 
 @pytest.mark.parametrize("target", SUPPORTED_TARGETS)
+@pytest.mark.parametrize(
+    ("preset", "before", "chunk", "held"),
+    [
+        ("phi4_mini", ["Sure", " thing f"], "or t", None),  # `\s*functools`: a false alarm, routed
+        ("phi4_mini", ["Sure", " thing\n f"], "oo", None),
+        ("hunyuan", ["<answer>\n", "Sure", " thing\n<"], "ans", "\n<ans"),  # now `<answer>`'s
+        ("hunyuan", ["<answer>\n", "Sure", " thing <"], "/a", " </a"),
+    ],
+)
+def test_a_lead_runs_partial_match_that_ends_is_settled_without_the_tests_of_a_commit(
+    target: str, preset: str, before: list[str], chunk: str, held: str | None
+) -> None:
+    """Held by a lead-run delimiter's partial match (a run and a stem's proper prefix) that the chunk ends,
+    with no stem complete: the chunk that starts nothing is routed (`_release_held`), and one that another
+    lead-run delimiter's partial match holds stays held by that one, without the partial search, the tests
+    of a commit or the pass."""
+    module = respc.load_preset(preset, target=target)
+    prefix = json.loads((FIXTURES / "presets" / f"{preset}.json").read_text(encoding="utf-8"))[0]["prefix"]
+    parser = module.ResponseParser(prefix)
+    for part in before:
+        parser.feed(part)
+    assert parser.feed_mode == "held"
+    calls = spy(parser, "_process", "_commit_held", "_held_by")
+    parser.feed(chunk)
+    assert not calls
+    assert (parser._held == held) if held is not None else parser.feed_mode == "lead"
+    for tail in (["wer>", "x"], ["</tool_calls>"], ["nctools[{", '"name": "f"}]'], ["<|eos|>"], [" x"]):
+        chunks = [*before, chunk, *tail]
+        assert_same(
+            respc_stream(module.TEMPLATE, prefix, chunks, target=target),
+            oracle_stream(module.TEMPLATE, prefix, chunks, target=target),
+            module.TEMPLATE,
+            repr(chunks),
+        )
+
+
+@pytest.mark.parametrize("target", SUPPORTED_TARGETS)
 @pytest.mark.parametrize("chunk", ["<thi", " <thi", "\n<th"])
 def test_a_held_run_before_a_literals_prefix_is_routed(target: str, chunk: str) -> None:
     """Qwen3's content watches `<think>`, a literal no run leads: a held run, then its prefix, is routed up

@@ -20,6 +20,7 @@ from support.compare import SUPPORTED_TARGETS, assert_same, chunkings, oracle_st
 import respc
 from respc.compiler.analysis import anchored_heads, guarded, lookbehind_literals
 from respc.compiler.plan import plan_parser
+from respc.runtime.scan import RUN_WHITESPACE
 from respc.spec import load_template
 
 _CALL = r'(?=\{\s*"n":)'
@@ -286,10 +287,14 @@ def test_guarded_branches_are_read_as_written(
         (r"(?:^|\n\n)(?=\[[a-z])", "["),
         (r"^[ab]c|\A(?=d)|x", "abd"),
         (r"(?<=;)x|(?:\s*<c>|(?<=</i>))\s*<a>", ""),  # no branch anchored: none matches at the start
-        # Unknown: a branch that matches the empty string there, or reads a class or a run first.
+        # A run of `\s` first: its characters (the runtime's `RUN_WHITESPACE`), then what follows it.
+        (r"^\s*(?=\{)|(?<=;)\s*(?=\{)", "".join(sorted(RUN_WHITESPACE | {"{"}))),
+        (r"^\s*(?:<\|python_tag\|>\s*)?(?=\{)", "".join(sorted(RUN_WHITESPACE | {"{", "<"}))),
+        # Unknown: a branch that matches the empty string there, or reads another class first.
         (r"(?:^|<think>\s*)", None),
-        (r"^\s*(?=\{)|(?<=;)\s*(?=\{)", None),
+        (r"^\s*(?=\{?)", None),
         (r"^(?=[a-z])", None),
+        (r"^\d*x", None),
         (r"^.x", None),
     ],
 )
@@ -348,6 +353,37 @@ def test_a_reply_that_starts_with_prose_takes_no_pass_beside_an_anchored_opener(
     passes = spy(opener, "_process")
     assert opener.feed("[a]")[0] == {"type": "region_open", "field": "tool_calls"}
     assert passes
+
+
+@pytest.mark.parametrize("target", SUPPORTED_TARGETS)
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        ["The ", "answer", "<|eot_id|>"],
+        [" \n", '{"name": "f", "parameters": {}}', "<|eot_id|>"],
+        ["\n\n", 'Hi {"name": "f", "parameters": {}}'],
+        ["<|pyth", 'on_tag|>{"name": "f", "parameters": {}}<|eom_id|>'],
+        ['{"na', 'me": "f", "parameters": {"a": 1}}; {"name": "g", "parameters": {}}'],
+        ["\u3000", "x"],
+        ["T", '{"name": "f", "parameters": {}}'],
+    ],
+)
+def test_llama3_json_reads_its_anchored_openers_run_first(target: str, chunks: list[str]) -> None:
+    """llama3-json's tool calls open with `^\\s*(?:<\\|python_tag\\|>\\s*)?(?=\\{...)` (or after `;`): at
+    the buffer's start, a chunk that begins with none of whitespace, `<` and `{` is judged by the other
+    branches (`State.anchored` holds the run's characters), so prose takes no search; the rest as before."""
+    module = respc.load_preset("llama3_json", target=target)
+    prefix = "<|start_header_id|>assistant<|end_header_id|>\n\n"
+    assert_same(
+        respc_stream(module.TEMPLATE, prefix, chunks, target=target),
+        oracle_stream(module.TEMPLATE, prefix, chunks, target=target),
+        module.TEMPLATE,
+        repr(chunks),
+    )
+    parser = module.ResponseParser(prefix)
+    searches = spy(parser, "_process", "_pend")  # (the pass, or mode pending's partial search)
+    parser.feed(chunks[0])
+    assert bool(searches) == (chunks[0][0] in "<{" or chunks[0][0].isspace())
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@ import regex
 
 from respc.compiler.analysis.starts import match_first_chars
 from respc.compiler.analysis.syntax import is_plain, parse, plain_items
+from respc.runtime.scan import RUN_CLASSES
 
 __all__ = [
     "LOOKS_BACK",
@@ -76,9 +77,10 @@ def guarded(pattern: str) -> tuple[str, str, int, tuple[str, ...]] | None:
 def anchored_heads(pattern: str) -> str | None:
     """The characters the text at the buffer's start must begin with for a branch of `pattern` anchored
     there (`^...`) to match, or match partially, at all: the few literal characters such a branch reads
-    first past its anchor (`^(?=\\[)` reads `[`); "" when no branch is anchored. None when unknown: a
-    branch that can match the empty string there (`(?:^|<think>)`), or reads a class, or anything outside
-    the syntax the analyses read. Elsewhere than at position 0 an anchored branch never matches, so a
+    first past its anchor (`^(?=\\[)` reads `[`; llama3-json's `^\\s*(?:<\\|python_tag\\|>\\s*)?(?=\\{...)`,
+    whitespace, `<` and `{`); "" when no branch is anchored. None when unknown: a branch that can match
+    the empty string there (`(?:^|<think>)`), or reads a class other than `\\s`, or anything outside the
+    syntax the analyses read. Elsewhere than at position 0 an anchored branch never matches, so a
     chunk at the start that begins otherwise is judged by the unguarded branches alone, as any later one
     (gemma3's and llama4's `^(?=\\[)`: a reply that starts with prose)."""
     if not is_plain(pattern):
@@ -95,9 +97,12 @@ def anchored_heads(pattern: str) -> str | None:
         if not first:
             return None
         for item in first:
-            if regex.escape(item[-1:]) != item:
-                return None  # a range or a class such as `\s`: not a few characters
-            heads.add(item[-1])
+            if item in RUN_CLASSES:
+                heads.update(RUN_CLASSES[item][1])  # (`\s`: the characters the runtime's runs are)
+            elif regex.escape(item[-1:]) != item:
+                return None  # a range or another class: not a few characters
+            else:
+                heads.add(item[-1])
     return "".join(sorted(heads))
 
 

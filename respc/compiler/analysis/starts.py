@@ -121,9 +121,21 @@ def _ahead_first(items: list) -> set[str] | None:
                 return None
             found |= first
         return found
-    if items and str(items[0][0]) == "ASSERT" and items[0][1][0] == 1:
-        return first_chars_of(items[0][1][1])
-    return first_chars_of(items)
+    found: set[str] = set()
+    for op, av in items:
+        if str(op) == "ASSERT" and av[0] == 1:
+            # A lookahead after items that may match nothing (`\s*(?:<\|python_tag\|>\s*)?(?=\{)`): a match
+            # there starts with one of their first characters or with one of the lookahead's.
+            ahead = first_chars_of(av[1])
+            return None if ahead is None else found | ahead
+        try:
+            first, nullable = _item(str(op), av)
+        except (Unknown, RecursionError):
+            return None
+        found |= first
+        if not nullable:
+            return found
+    return None  # (it can match the empty string: any character may follow)
 
 
 def first_chars_of(items: Any) -> set[str] | None:

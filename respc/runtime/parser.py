@@ -1217,10 +1217,19 @@ class CompiledParser:
                 for char in watched:
                     if char in rest:
                         # A run, then a proper prefix of a lead-run delimiter's stem: its partial match,
-                        # held (`_rest_hold`). Else `_starts_nothing` may still say nothing starts: the
+                        # held (`_rest_hold`); or a text a regex delimiter's partial search is remembered
+                        # to hold (`partial_held`'s memo: MiniMax-M2's `[e~[`, complete at the buffer's
+                        # end, where it may grow). Else `_starts_nothing` may still say nothing starts: the
                         # general way's.
-                        if not self._patterns or self._lead_pattern(rest) is None:
+                        if not self._patterns:
                             return False
+                        if self._lead_pattern(rest) is None:
+                            for pattern in self._patterns:
+                                known = pattern.partials
+                                if known is not None and not pattern.context and known.get(rest):
+                                    break
+                            else:
+                                return False
                         held, pos = rest, end
                         break
                 else:

@@ -173,3 +173,29 @@ def test_a_close_followed_by_what_starts_nothing_takes_no_general_step(
     events = parser.feed(chunk)
     assert events[0] == {"type": "region_close", "field": "reasoning_content", "value": "hm"}
     assert not calls and parser.feed_mode == mode and (held is None or parser._held == held)
+
+
+@pytest.mark.parametrize("target", SUPPORTED_TARGETS)
+def test_a_rest_a_regex_delimiter_is_remembered_to_hold_is_held_without_a_scan(target: str) -> None:
+    """MiniMax-M2 ends a message after tool calls with `</minimax:tool_call>`, then `[e~[`: the close
+    commits and leaves `[e~[`, a complete match of the next state's `\\s*(?:</minimax:tool_call>|\\[e~\\[)`
+    at the buffer's end, where it may still grow, so the pass would hold it. Once the pattern's memo
+    (`partial_held`) has that answer, `_settle_rest` holds it without the scan."""
+    module = respc.load_preset("minimax_m2", target=target)
+    prefix = "]~b]ai\n"
+    chunks = ["<minimax:tool_call>\n", '<invoke name="f">', "</invoke>", "\n</minimax:tool_call>", "[e~["]
+    for _ in range(2):  # (the first stream fills the memo)
+        parser = module.ResponseParser(prefix)
+        for chunk in chunks[:-1]:
+            parser.feed(chunk)
+        calls = spy(parser, "_rest_hold", "_process")
+        parser.feed(chunks[-1])
+    assert not calls and parser.feed_mode == "held" and parser._held == "[e~["
+    for tail in ([], ["x"], ["\n"], ["[e~["]):
+        stream = [*chunks, *tail]
+        assert_same(
+            respc_stream(module.TEMPLATE, prefix, stream, target=target),
+            oracle_stream(module.TEMPLATE, prefix, stream, target=target),
+            module.TEMPLATE,
+            repr(stream),
+        )

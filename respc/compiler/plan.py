@@ -1060,25 +1060,37 @@ def _with_rare(state: State, delimiters: list[Delimiter]) -> State:
     return replace(state, rare=rare_char(state.table_literals, elsewhere))
 
 
-def _sort_key(name: Any) -> tuple:
-    """A total order on field names that keeps the oracle's among those it can compare: strings by value,
-    numbers (bool, int, float) by value, anything else (None) by its type and repr."""
+def _kind(name: Any) -> tuple:
+    """The names the oracle's tie-break can compare with `name`'s, as a sortable key: strings, numbers
+    (bool, int and float compare with each other), or one other type."""
     if isinstance(name, str):
-        return (0, name, "")
+        return (0, "")
     if isinstance(name, (int, float)):
-        return (1, name, "")
-    return (2, type(name).__name__, repr(name))
+        return (1, "")
+    return (2, type(name).__name__)
 
 
 def _tie_order(names: list[Any]) -> tuple[list[Any], bool]:
     """The field names in the order the oracle's tie-break prefers them (it compares the names of two opens
     matching at one position with one length: the least wins), and whether they are all comparable. When
     they are not (`None` beside a string, an integer beside a string) the oracle raises `TypeError` at such
-    a tie, which the runtime reproduces (`CompiledParser.UNORDERED`); the order is then only fixed."""
+    a tie, which the runtime reproduces (`CompiledParser.UNORDERED`); each kind of name that compares
+    among itself then keeps the oracle's order (9 before 10, `(9,)` before `(10,)`), the kinds in a fixed
+    one, and names of a kind that do not all compare the order of their `repr`."""
     try:
         return sorted(names), True
     except TypeError:
-        return sorted(names, key=_sort_key), False
+        pass
+    kinds: dict[tuple, list[Any]] = {}
+    for name in names:
+        kinds.setdefault(_kind(name), []).append(name)
+    ordered: list[Any] = []
+    for kind in sorted(kinds):
+        try:
+            ordered.extend(sorted(kinds[kind]))
+        except TypeError:
+            ordered.extend(sorted(kinds[kind], key=repr))
+    return ordered, False
 
 
 def _refuse_hanging(field: Field, opening: Delimiter, closing: Delimiter) -> None:

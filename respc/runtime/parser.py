@@ -1044,7 +1044,7 @@ class CompiledParser:
                 self._buf = buf
                 self._pos = pos
             else:
-                self._buf = grown
+                self._buf = grown  # (`cut` is at least 1: the one character of context; `State.wide`)
                 self._pos = cut
             self._held = self._held_pattern = None
             self._empty_open = False

@@ -53,6 +53,10 @@ CASES = {
     ),
     # (a held partial match in a state without runs, then a chunk: mode held tests for a held run; a fuzz find)
     "4 held close pattern without runs": (t({"content": {"close_pattern": "<", "optional": False}}), "<\n"),
+    "4 tuples in their order beside a str": (  # (a review's find: `repr` puts "(10,)" first)
+        t({"a": {"open": "<"}, (10,): {"open": ">"}, (9,): {"open": ">"}}),
+        ">x",
+    ),
     "4 numbers in numeric order beside a str": (
         t({"a": {"open": "<"}, 1.5: {"open": ">"}, 1: {"open": ">"}, 2: {"open": ">"}}),
         ">x",

@@ -607,37 +607,21 @@ class CompiledParser:
         """Mode plain's chunk that may start something, in a state that watches one regex delimiter and no
         stem (ERNIE's content, `\\n?</response>`: a newline may start it): the pass's one scan is that
         pattern's partial search, which, finding a match it holds, routes the text before it and holds the
-        rest (`_route`, `_trim`, `_settle`, `_held_by`, written out for that case); None for any other
-        answer (a commit), and in any other state."""
+        rest, kept by that pattern (`_hold_tail` does it, as `_route`, `_trim`, `_settle` and `_held_by`
+        would); None for any other answer (a commit), and in any other state."""
         state = self.STATES[self._current]
         watch = state.watch
         if len(watch) != 1 or type(watch[0][0]) is tuple or state.guard is not None or self.UNORDERED:
             return None
         pattern = watch[0][0]
-        pos = self._pos
+        pos = self._pos  # (the buffer's end: mode plain holds nothing)
         buf = self._buf + text
         start = pending_start(pattern, buf, pos)
         if start < 0:
             return None
-        self._held = buf[start:]
-        self._held_pattern = pattern if pattern.head is None else held_pattern(pattern, buf, start)
-        routed = buf[pos:start]
-        pos = start
-        context = self.CONTEXT
-        if context is not None and pos > context:
-            buf = buf[pos - context :]  # (`_trim`)
-            pos = context
-        self._buf = buf
-        self._pos = pos
-        self._mode = _HELD
-        self.feed = self._feed_held
-        if not routed:
-            return []
-        parts = self._parts
-        parts.append(routed)
-        if len(parts) >= self._parts_limit:
-            self._coalesce()
-        return [{"type": "region_chunk", "field": self._current, "text": routed, "dirty": self._dirty}]
+        if pattern.head is not None:
+            pattern = held_pattern(pattern, buf, start)
+        return self._hold_tail(text, start - pos, pattern)
 
     def _first_start(self, text: str) -> int:
         """For a state with several start characters (`_start_char` is ""), the index of the first of
@@ -663,8 +647,9 @@ class CompiledParser:
         before that character (the held run too, when `at` is 0) a partial match of the lead-run delimiter
         `pattern`, where no guarded branch can match (one start character means no guard character: its
         guard, if any, is `^` alone, which matches nothing past the start; for several, `_first_start`
-        asks `_unguarded`). `_hold_stem`'s answer, written out for them: the text before it (after mode
-        lead's held run, if any) is routed, the rest held (mode held)."""
+        asks `_unguarded`); or (mode plain, `_hold_pending`) from where the partial search of its one regex
+        delimiter `pattern` holds it. `_hold_stem`'s answer, written out for them: the text before it
+        (after mode lead's held run, if any) is routed, the rest held (mode held)."""
         buf = self._buf
         pos = self._pos
         if pos == len(buf):

@@ -39,9 +39,14 @@ def _modes(template: Any, chunks: list[str], prefix: str = "") -> list[tuple[str
     return taken
 
 
-def _same_as_oracle(template: Any, chunks: list[str]) -> None:
+def _same_as_oracle(
+    template: Any, chunks: list[str], prefix: str = "", target: str = respc.DEFAULT_TARGET
+) -> None:
     assert_same(
-        respc_stream(template, "", chunks), oracle_stream(template, "", chunks), template, repr(chunks)
+        respc_stream(template, prefix, chunks, target=target),
+        oracle_stream(template, prefix, chunks, target=target),
+        template,
+        repr(chunks),
     )
 
 
@@ -517,12 +522,7 @@ def test_a_phi4_false_alarm_in_mode_lead_is_routed_without_a_pass() -> None:
         ["o", "f ", "f", "\n", " f", "unc", "t", "\n"],
         *chunkings("one of them \n " + call + "\n for you<|end|>", random_splits=4),
     ):
-        assert_same(
-            respc_stream(module.TEMPLATE, prefix, chunks),
-            oracle_stream(module.TEMPLATE, prefix, chunks),
-            module.TEMPLATE,
-            repr(chunks),
-        )
+        _same_as_oracle(module.TEMPLATE, chunks, prefix)
 
 
 LITERAL_COMMITS = {  # held literals that complete beside literals and a regex with a common start
@@ -619,12 +619,7 @@ def test_a_chunk_that_ends_in_a_stems_prefix_is_held_by_the_fast_mode(
     assert parser.feed(chunk) == expected
     assert parser.feed_mode == "held" and parser._held == held and not calls
     for chunks in (["Sure", " thing", chunk, "_call>"], ["Sure", " thing", chunk, "|>", "x"]):
-        assert_same(
-            respc_stream(module.TEMPLATE, prefix, chunks),
-            oracle_stream(module.TEMPLATE, prefix, chunks),
-            module.TEMPLATE,
-            repr(chunks),
-        )
+        _same_as_oracle(module.TEMPLATE, chunks, prefix)
 
 
 @pytest.mark.parametrize(
@@ -664,12 +659,7 @@ def test_a_held_run_and_a_stems_prefix_after_it_are_held_by_mode_lead(
     tails = (["_call>", "{}"], ["|>", "x"], ["_end|>"], ["tools[{", '"name": "f"}]'], [" x"], ["x", "y"])
     for tail in tails:
         chunks = ["Sure", " thing" + run, chunk, *tail]
-        assert_same(
-            respc_stream(module.TEMPLATE, prefix, chunks),
-            oracle_stream(module.TEMPLATE, prefix, chunks),
-            module.TEMPLATE,
-            repr(chunks),
-        )
+        _same_as_oracle(module.TEMPLATE, chunks, prefix)
 
 
 @pytest.mark.parametrize("target", SUPPORTED_TARGETS)
@@ -711,12 +701,7 @@ def test_mode_plain_holds_the_partial_match_of_its_one_regex_delimiter(
         ["tool"],
     ):
         chunks = [*opening, chunk, *tail]
-        assert_same(
-            respc_stream(module.TEMPLATE, prefix, chunks, target=target),
-            oracle_stream(module.TEMPLATE, prefix, chunks, target=target),
-            module.TEMPLATE,
-            repr(chunks),
-        )
+        _same_as_oracle(module.TEMPLATE, chunks, prefix, target)
 
 
 @pytest.mark.parametrize("target", SUPPORTED_TARGETS)
@@ -751,12 +736,7 @@ def test_a_held_run_before_the_implicit_region_opens_is_released_without_a_pass(
     assert parser.feed_mode == "lead" and not calls
     for tail in (["<tool_call>", "{}", "</tool_call>"], ["x"], ["<|im_end|>"], ["\n<|im_", "end|>"]):
         chunks = [*before, chunk, *tail]
-        assert_same(
-            respc_stream(module.TEMPLATE, prefix, chunks, target=target),
-            oracle_stream(module.TEMPLATE, prefix, chunks, target=target),
-            module.TEMPLATE,
-            repr(chunks),
-        )
+        _same_as_oracle(module.TEMPLATE, chunks, prefix, target)
 
 
 @pytest.mark.parametrize("target", SUPPORTED_TARGETS)
@@ -793,12 +773,7 @@ def test_a_held_run_is_released_where_no_guard_is_near(
     tails = (["</invoke>"], ['<invoke name="g">', "</invoke>"], ["\n", '<invoke name="g">'], ["[e~[", "x"])
     for tail in tails:
         chunks = [*before, chunk, *tail]
-        assert_same(
-            respc_stream(module.TEMPLATE, prefix, chunks, target=target),
-            oracle_stream(module.TEMPLATE, prefix, chunks, target=target),
-            module.TEMPLATE,
-            repr(chunks),
-        )
+        _same_as_oracle(module.TEMPLATE, chunks, prefix, target)
 
 
 @pytest.mark.parametrize("target", SUPPORTED_TARGETS)
@@ -830,12 +805,7 @@ def test_a_lead_runs_partial_match_that_ends_is_settled_without_the_tests_of_a_c
     assert (parser._held == held) if held is not None else parser.feed_mode == "lead"
     for tail in (["wer>", "x"], ["</tool_calls>"], ["nctools[{", '"name": "f"}]'], ["<|eos|>"], [" x"]):
         chunks = [*before, chunk, *tail]
-        assert_same(
-            respc_stream(module.TEMPLATE, prefix, chunks, target=target),
-            oracle_stream(module.TEMPLATE, prefix, chunks, target=target),
-            module.TEMPLATE,
-            repr(chunks),
-        )
+        _same_as_oracle(module.TEMPLATE, chunks, prefix, target)
 
 
 @pytest.mark.parametrize("target", SUPPORTED_TARGETS)
@@ -847,12 +817,7 @@ def test_a_held_run_before_a_literals_prefix_is_routed(target: str, chunk: str) 
     prefix = "<|im_start|>assistant\n"
     for tail in (["nk>", "x"], ["x"], ["nk", ">"]):
         chunks = ["Sure", " thing\n", chunk, *tail]
-        assert_same(
-            respc_stream(module.TEMPLATE, prefix, chunks, target=target),
-            oracle_stream(module.TEMPLATE, prefix, chunks, target=target),
-            module.TEMPLATE,
-            repr(chunks),
-        )
+        _same_as_oracle(module.TEMPLATE, chunks, prefix, target)
 
 
 @pytest.mark.parametrize("target", SUPPORTED_TARGETS)

@@ -21,7 +21,7 @@ import re
 from collections import namedtuple
 from functools import lru_cache
 
-__all__ = ["REGEX_SPACE", "TagShape", "tag_rows", "tag_shape"]
+__all__ = ["REGEX_SPACE", "TagShape", "tag_at", "tag_rows", "tag_shape"]
 
 # What `regex` (Unicode, version 0) means by `\s`: Unicode's White_Space, which differs from `str.isspace`
 # (U+001C-U+001F are space to Python only). tests/runtime/test_runtime.py checks this against `regex` itself.
@@ -110,6 +110,26 @@ def tag_rows(text: str, shape: TagShape) -> list[tuple[str, str]]:
         append((found[1], value))
         pos = close_at + skip_close
     return rows
+
+
+def tag_at(text: str, shape: TagShape, start: int) -> tuple[str, int, str, int] | None:
+    """The match of the shape's pattern at `start` (`regex`'s `match`, DOTALL) as (key, value start, value,
+    end), or None: `tag_rows`' step for one opening, so a streamed value that has just ended is read with
+    two searches instead of the engine's lazy walk over it (0.4 ms for an 8,000-character value)."""
+    found = _head(shape).match(text, start)
+    if found is None:
+        return None
+    value_start = found.end()
+    close_at = text.find(shape.closing, value_start)
+    if close_at < 0:
+        return None
+    value = text[value_start:close_at]
+    return (
+        found[1],
+        value_start,
+        value.rstrip(REGEX_SPACE) if shape.trail else value,
+        close_at + len(shape.closing),
+    )
 
 
 def _rows_from(text: str, shape: TagShape, pos: int, rows: list[tuple[str, str]]) -> list[tuple[str, str]]:

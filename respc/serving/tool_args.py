@@ -17,6 +17,7 @@ from typing import Any
 import regex
 
 from respc.runtime.content import parse_content
+from respc.runtime.tags import TagShape, tag_at, tag_shape
 from respc.runtime.targets import Target, get_target
 from respc.runtime.tools import coerce, schema_types
 from respc.runtime.transform import placeholder
@@ -156,6 +157,8 @@ class XmlTags:
     # What a match of `tail` starts with (`tail_start`), or None when that cannot be told: text without
     # it holds no tail, which spares the tail's (costlier) partial search on most feeds.
     tail_start: tuple[str, bool] | None = None
+    # The pattern's shape when `respc.runtime.tags` reads it with `str.find` (`tag_at`), else None.
+    shape: TagShape | None = None
 
 
 @dataclass(frozen=True)
@@ -259,6 +262,7 @@ def _xml_tags(args: dict) -> XmlTags | None:
         value_parser if isinstance(value_parser, dict) else None,
         inside == ".*?",
         tail_start(after) if tail is not None else None,
+        tag_shape(pattern),
     )
 
 
@@ -958,16 +962,16 @@ class _XmlArgs:
                     tail = tags.tail.search(body, param["since"], partial=True)
                     param["since"] = tail.start() if tail is not None else len(body)
             if tags.tail is None or (tail is not None and not tail.partial):
-                whole = tags.tag.match(body, param["start"])
-                unsure = whole is not None and (whole.end() == len(body) or not tags.lazy)
+                whole = self._whole(body, param["start"])
+                unsure = whole is not None and (whole[3] == len(body) or not tags.lazy)
                 if whole is None or (tags.tail is None and unsure and not closed):
                     self.lost = whole is None and tags.tail is not None
                     break
-                if whole.start("value") != param["at"] or whole.group("key") != param["key"]:
+                if whole[1] != param["at"] or whole[0] != param["key"]:
                     self.lost = True
                     break
-                out.append(self._complete(param, whole.group("value")))
-                self.pos, self.param = whole.end(), None
+                out.append(self._complete(param, whole[2]))
+                self.pos, self.param = whole[3], None
                 continue
             end = tail.start() if tail is not None else len(body)  # the value is certain up to here
             if param["mode"] is None:
@@ -979,6 +983,16 @@ class _XmlArgs:
                 out.append(self._member(param) + _escape(piece))
             break
         return "".join(out)
+
+    def _whole(self, body: str, start: int) -> tuple[str, int, str, int] | None:
+        """The tag pattern's match at `start` as (key, value start, value, end), or None."""
+        shape = self.tags.shape
+        if shape is not None:
+            return tag_at(body, shape, start)
+        whole = self.tags.tag.match(body, start)
+        if whole is None:
+            return None
+        return whole.group("key"), whole.start("value"), whole.group("value"), whole.end()
 
     def feed_in_value(self, text: str) -> str | None:
         """The arguments text for a chunk that only extends a string value being sent: no tail can start

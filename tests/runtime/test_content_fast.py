@@ -16,7 +16,7 @@ from support.outcome import outcome, same_outcome
 from transformers.utils.chat_parsing.content_parsers import parse_content as oracle_parse_content
 
 from respc.runtime import content
-from respc.runtime.tags import REGEX_SPACE, tag_rows, tag_shape
+from respc.runtime.tags import REGEX_SPACE, tag_at, tag_rows, tag_shape
 from respc.runtime.targets import get_target
 
 
@@ -129,6 +129,54 @@ def test_random_tag_shapes_match_as_regex_does(pattern: str, text: str) -> None:
     assert shape is not None, pattern
     expected = [(m["key"], m["value"]) for m in regex.finditer(pattern, text, flags=regex.DOTALL)]
     assert tag_rows(text, shape) == expected, (pattern, text)
+
+
+def _matches_at_every_position(pattern: str, text: str) -> None:
+    compiled = regex.compile(pattern, regex.DOTALL)
+    for start in range(len(text) + 1):
+        m = compiled.match(text, start)
+        expected = None if m is None else (m["key"], m.start("value"), m["value"], m.end())
+        assert tag_at(text, tag_shape(pattern), start) == expected, (pattern, text, start)
+
+
+@st.composite
+def shaped_tags(draw: st.DrawFn) -> tuple[str, str]:
+    """A shaped pattern, and text of a few of its tags (a part left out here and there) among noise."""
+    pattern = draw(st.sampled_from(SHAPED))
+    shape = tag_shape(pattern)
+    space = st.text(alphabet=" \n\u2003\x1c", max_size=2)
+    noise = st.sampled_from(["", "v", " ", shape.opening[:2], shape.closing[:2]])
+    text = draw(noise)
+    for _ in range(draw(st.integers(1, 3))):
+        key = draw(st.sampled_from(["k", "", "k" + shape.stops[0]]))
+        value = draw(st.sampled_from(["v", "", " v", shape.closing[:1]]))
+        parts = [shape.opening, key, shape.middle, draw(space), value, draw(space), shape.closing]
+        kept = draw(st.lists(st.sampled_from([True, True, True, True, False]), min_size=7, max_size=7))
+        text += "".join(part for part, keep in zip(parts, kept) if keep) + draw(noise)
+    return pattern, text
+
+
+@settings(max_examples=1500, deadline=None, derandomize=True)
+@given(st.sampled_from(SHAPED), TAG_TEXTS)
+def test_tag_at_is_regexs_match_at_each_position(pattern: str, text: str) -> None:
+    _matches_at_every_position(pattern, text)
+
+
+@settings(max_examples=1500, deadline=None, derandomize=True)
+@given(shaped_tags())
+def test_tag_at_and_tag_rows_on_text_made_of_the_patterns_parts(case: tuple[str, str]) -> None:
+    pattern, text = case
+    _matches_at_every_position(pattern, text)
+    expected = [(m["key"], m["value"]) for m in regex.finditer(pattern, text, flags=regex.DOTALL)]
+    assert tag_rows(text, tag_shape(pattern)) == expected
+
+
+@settings(max_examples=1500, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    random_shapes(), st.lists(st.sampled_from([*list('<>=/ab\n \t"x'), "\u2003"]), max_size=24).map("".join)
+)
+def test_tag_at_on_random_shapes_is_regexs_match(pattern: str, text: str) -> None:
+    _matches_at_every_position(pattern, text)
 
 
 XML_ARGS = st.fixed_dictionaries(

@@ -48,11 +48,13 @@ from __future__ import annotations
 import copy
 import json
 import secrets
+import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from respc.runtime.tools import tool_params
-from respc.serving.tool_args import Stripper, ToolRegion, call_parts, same_value, shape_of
+from respc.serving.tool_args import CallShape, Stripper, ToolRegion, call_parts, same_value, shape_of
 
 __all__ = ["REASONING_FIELDS", "DeltaStream", "DeltaStreamError", "calls_of", "template_of"]
 
@@ -117,13 +119,12 @@ def _loads_same(text: str, value: Any) -> bool:
 class _TextField:
     """One field sent as `content` or `reasoning_content`: its segments, and what each has sent."""
 
-    def __init__(self, key: str, spec: dict, default: Any) -> None:
+    def __init__(self, key: str, streams: bool, strip: bool, join: Any, values: int) -> None:
         self.key = key
-        args = spec.get("content_args")
-        self.streams = spec.get("content", "text") == "text" and spec.get("transform") is None
-        self.strip = bool(args.get("strip", True)) if isinstance(args, dict) else True
-        self.join = spec.get("join") if spec.get("repeats") else None
-        self.values = 1 if isinstance(default, str) else 0  # earlier values a join goes after
+        self.streams = streams  # plain text, no transform: sent as it comes
+        self.strip = strip
+        self.join = join
+        self.values = values  # earlier values a join goes after
         self.segment: Stripper | None = None
         self.sent: list[str] = []
         self.joined = False
@@ -155,6 +156,50 @@ class _TextField:
         return lead + text
 
 
+@dataclass(frozen=True)
+class _Layout:
+    """What a stream reads of its template: the text fields it sends (`_TextField`'s arguments, after the
+    field's name) and the tool calls' shape."""
+
+    texts: tuple[tuple, ...]
+    shape: CallShape | None
+    target: Any
+
+
+def _layout(template: Any, target: Any) -> _Layout:
+    if not isinstance(template, dict) or not isinstance(template.get("fields"), dict):
+        raise TypeError("DeltaStream: cannot find the parser's response template; pass template=")
+    defaults = template.get("defaults") or {}
+    texts = []
+    for name, spec in template["fields"].items():
+        key = "content" if name == "content" else "reasoning_content" if name in REASONING_FIELDS else None
+        if key is None or not isinstance(spec, dict):
+            continue
+        args = spec.get("content_args")
+        streams = spec.get("content", "text") == "text" and spec.get("transform") is None
+        strip = bool(args.get("strip", True)) if isinstance(args, dict) else True
+        join = spec.get("join") if spec.get("repeats") else None
+        values = 1 if spec.get("join") and isinstance(defaults.get(name), str) else 0
+        texts.append((name, key, streams, strip, join, values))
+    spec = template["fields"].get("tool_calls")
+    shape = shape_of(spec, target) if isinstance(spec, dict) else None
+    return _Layout(tuple(texts), shape, target)
+
+
+# A generated module's template is read once per parser class (a compiled template's class can be
+# collected, hence the weak keys): reading it costs several times creating the parser.
+_LAYOUTS: weakref.WeakKeyDictionary[type, _Layout] = weakref.WeakKeyDictionary()
+
+
+def _class_layout(cls: type) -> _Layout:
+    layout = _LAYOUTS.get(cls)
+    if layout is None:
+        template = getattr(cls, "TEMPLATE", None)
+        layout = _layout(template if isinstance(template, dict) else None, getattr(cls, "TARGET", None))
+        _LAYOUTS[cls] = layout
+    return layout
+
+
 class DeltaStream:
     """OpenAI `chat.completion.chunk` deltas from a `ResponseParser`; see the module docstring for the rules.
 
@@ -173,25 +218,19 @@ class DeltaStream:
         tools: list | None = None,
         new_id: Callable[[], str] = _new_id,
     ) -> None:
-        template = template if template is not None else template_of(parser)
-        target = target if target is not None else getattr(type(parser), "TARGET", None)
-        if not isinstance(template, dict) or not isinstance(template.get("fields"), dict):
-            raise TypeError("DeltaStream: cannot find the parser's response template; pass template=")
+        if template is None and target is None:
+            layout = _class_layout(type(parser))
+        else:
+            template = template if template is not None else template_of(parser)
+            target = target if target is not None else getattr(type(parser), "TARGET", None)
+            layout = _layout(template, target)
         self.parser = parser
         self.message: dict | None = None
         self.calls: list[dict] = []  # {"index", "id", "name"} of every call sent, in order
-        defaults = template.get("defaults") or {}
-        self._texts: dict[str, _TextField] = {}
-        for name, spec in template["fields"].items():
-            key = (
-                "content" if name == "content" else "reasoning_content" if name in REASONING_FIELDS else None
-            )
-            if key is not None and isinstance(spec, dict):
-                self._texts[name] = _TextField(key, spec, defaults.get(name) if spec.get("join") else None)
-        spec = template["fields"].get("tool_calls")
-        self._shape = shape_of(spec, target) if isinstance(spec, dict) else None
+        self._texts = {field: _TextField(*args) for field, *args in layout.texts}
+        self._shape = layout.shape
         self._params = (
-            tool_params(tools, target) if tools is not None else _read(parser, "tool_parameters") or {}
+            tool_params(tools, layout.target) if tools is not None else _read(parser, "tool_parameters") or {}
         )
         self._new_id = new_id
         self._fed = ""  # everything fed so far, but for

@@ -426,6 +426,25 @@ def test_the_template_is_found_or_asked_for() -> None:
         DeltaStream(OracleParser(TEMPLATES["smollm"], ""))
 
 
+def test_a_parser_class_has_its_template_read_once_and_not_kept_alive() -> None:
+    import gc
+    import weakref
+
+    from respc._compile import load_module
+    from respc.serving.deltas import _LAYOUTS
+
+    # (compile_template keeps its modules for the process; a module loaded from source is collectable)
+    module = load_module(respc.generate_source(TEMPLATES["qwen3"]), "<layout test>")
+    first = DeltaStream(module.ResponseParser(""))
+    assert DeltaStream(module.ResponseParser(""))._shape is first._shape  # read once, for the class
+    assert DeltaStream(module.ResponseParser(""), target="5.23")._shape is not first._shape
+    kept = weakref.ref(module.ResponseParser)
+    assert kept() in _LAYOUTS
+    del module, first
+    gc.collect()
+    assert kept() is None
+
+
 def test_finish_reason_and_lifecycle() -> None:
     deltas, reason, stream = _stream("smollm", ["Just text."])
     assert deltas == [{"content": "Just text."}] and reason == "stop" and stream.calls == []

@@ -239,6 +239,7 @@ class DeltaStream:
         self._region: ToolRegion | None = None
         self._items: dict[int, int] = {}  # call number inside the open region -> index in the stream
         self._argless: set[int] = set()  # calls sent without any arguments yet
+        self._aside_index = -1  # the call whose argument the region sets chunks aside for
         self._hold: int | None = None  # where the deltas that wait for an earlier call's arguments start
         self._deltas: list[dict] = []
         self._mismatch: _Mismatch | None = None  # the first call found to contradict what was sent
@@ -289,11 +290,18 @@ class DeltaStream:
                         return []
                     target.sent.append(out)
                     return [{target.key: out}]
+                # A chunk that only extends the string argument the last chunk extended is set aside
+                # (`extend_aside`), for the same call (`_aside_index`, kept when `feed_in_string` took it).
+                sent = target.extend_aside(routed)
+                if sent is not None:
+                    if not sent:
+                        return []  # (a run held back: the tail may start there)
+                    return [{"tool_calls": [{"index": self._aside_index, "function": {"arguments": sent}}]}]
                 sent = target.feed_in_string(routed)
                 if sent is not None:
+                    index = self._aside_index = self._items[sent[0]]
                     if not sent[1]:
-                        return []  # (a run held back: the tail may start there)
-                    index = self._items[sent[0]]
+                        return []
                     self._argless.discard(index)
                     return [{"tool_calls": [{"index": index, "function": {"arguments": sent[1]}}]}]
                 self._ops(target.feed(routed))

@@ -663,31 +663,11 @@ class ToolRegion:
         region's one call (no quote, no backslash, nothing held back), or an xml-inline string value being
         sent (`_XmlArgs.feed_in_value`): the commonest chunk of a long argument. `feed` would walk it
         character run by run and render it from the body to the same text; this skips both. None when the
-        chunk is not such (the caller then uses `feed`).
-
-        After one such chunk, the next that holds neither the character that could end the string nor,
-        where that matters, a trailing space is only set aside (`flush` takes it in later)."""
-        pending = self._pending
-        if pending is not None:
-            end, spaces = self._pending_end
-            if text and end not in text:
-                if self.mode == "json":
-                    if "\\" not in text:
-                        pending.append(text)
-                        return self._pending_item, text
-                elif spaces is None or not text[-1].isspace():
-                    pending.append(text)
-                    held, self._pending_held = self._pending_held, ""
-                    return 0, _escape(held + text if held else text)
-                elif spaces == "lead":
-                    # A trailing run the tail may start with is held back, where `_XmlArgs.feed` would
-                    # hold it: a run of these four only (any other space ends the fast way).
-                    piece = self._pending_held + text
-                    sent = piece.rstrip(" \t\n\r")
-                    if not sent[-1:].isspace():
-                        pending.append(text)
-                        self._pending_held = piece[len(sent) :]
-                        return 0, _escape(sent)
+        chunk is not such (the caller then uses `feed`). The chunks after it go to `extend_aside`."""
+        if self._pending is not None:
+            sent = self.extend_aside(text)
+            if sent is not None:
+                return self._pending_item, sent
             self.flush()
         if self.mode == "xml":
             call = self.calls.get(0)
@@ -724,6 +704,37 @@ class ToolRegion:
         self._extend_string(call, text)
         self._pending, self._pending_item = [], item
         return item, text
+
+    def extend_aside(self, text: str) -> str | None:
+        """The arguments text for a chunk after one `feed_in_string` took (of the same item), when it holds
+        neither the character that could end the string nor, where that matters, a trailing space: the
+        chunk is only set aside (`flush` takes it in later). None for any other chunk, or when nothing is
+        set aside: then call `feed_in_string`."""
+        pending = self._pending
+        if pending is None or not text:
+            return None
+        end, spaces = self._pending_end
+        if end in text:
+            return None
+        if self.mode == "json":
+            if "\\" in text:
+                return None
+            pending.append(text)
+            return text
+        if spaces is None or not text[-1].isspace():
+            pending.append(text)
+            held, self._pending_held = self._pending_held, ""
+            return _escape(held + text if held else text)
+        if spaces == "lead":
+            # A trailing run the tail may start with is held back, where `_XmlArgs.feed` would hold it: a
+            # run of these four only (any other space ends the fast way).
+            piece = self._pending_held + text
+            sent = piece.rstrip(" \t\n\r")
+            if not sent[-1:].isspace():
+                pending.append(text)
+                self._pending_held = piece[len(sent) :]
+                return _escape(sent)
+        return None
 
     def flush(self) -> None:
         """Take in the chunks `feed_in_string` set aside: as it takes in the one before them."""

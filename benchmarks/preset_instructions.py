@@ -2,9 +2,9 @@
 feed, as `preset_speed.py` splits them: `--chunks token`) with a new parser per response, counted by valgrind: the A/B of a change too small for timings to tell (1-3%, where the
 ratios of `preset_speed.py` move by 5-10% from run to run on a busy machine).
 
-    python benchmarks/preset_instructions.py [PRESET ...] [--root DIR] [--chunks token]   # needs valgrind
+    python benchmarks/preset_instructions.py [PRESET ...] [--root DIR] [--chunks token] [--stream]   # needs valgrind
 
-`--root` counts the respc found there instead (a `git worktree` of the commit to compare with). A round
+`--stream` wraps each parser in a `respc.serving.DeltaStream`, as a server streams a request. `--root` counts the respc found there instead (a `git worktree` of the commit to compare with). A round
 runs 10 and 60 times over, and the difference over 50 is the marginal count per round, free of start-up,
 import and first-use costs. The hash seed is fixed, so that the same code gives nearly the same figure:
 within about 1% for a few presets (objects hashed by their address still vary from run to run), so a
@@ -25,10 +25,11 @@ SAMPLES_DIR = Path(__file__).parent.parent / "tests" / "fixtures" / "presets"
 LOW, HIGH = 10, 60
 
 
-def _run(root: str, preset: str, rounds: int, chunking: str) -> None:
+def _run(root: str, preset: str, rounds: int, chunking: str, stream: bool) -> None:
     """The workload itself, in the process valgrind counts."""
     sys.path.insert(0, root)
     from respc.registry import load_preset
+    from respc.serving import DeltaStream, DeltaStreamError
 
     parser_class = load_preset(preset).ResponseParser
     parser_class.warm_up()
@@ -47,14 +48,23 @@ def _run(root: str, preset: str, rounds: int, chunking: str) -> None:
     for _ in range(rounds):
         for prefix, chunks in work:
             parser = parser_class(prefix, errors="keep")
-            for chunk in chunks:
-                parser.feed(chunk)
-            parser.finalize()
+            if not stream:
+                for chunk in chunks:
+                    parser.feed(chunk)
+                parser.finalize()
+                continue
+            deltas = DeltaStream(parser)
+            try:
+                for chunk in chunks:
+                    deltas.feed(chunk)
+                deltas.finish()
+            except DeltaStreamError:  # (a sample of a malformed call)
+                pass
 
 
-def _count(root: str, preset: str, rounds: int, chunking: str) -> int:
+def _count(root: str, preset: str, rounds: int, chunking: str, stream: bool) -> int:
     command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable]
-    command += [__file__, "run", root, preset, str(rounds), chunking]
+    command += [__file__, "run", root, preset, str(rounds), chunking, "stream" if stream else "parser"]
     environment = {**os.environ, "PYTHONHASHSEED": "0"}
     done = subprocess.run(command, capture_output=True, text=True, check=True, env=environment)
     return int(re.search(r"Collected : (\d+)", done.stderr).group(1))
@@ -62,8 +72,8 @@ def _count(root: str, preset: str, rounds: int, chunking: str) -> int:
 
 def main() -> None:
     if sys.argv[1:2] == ["run"]:
-        root, preset, rounds, chunking = sys.argv[2:6]
-        _run(root, preset, int(rounds), chunking)
+        root, preset, rounds, chunking, side = sys.argv[2:7]
+        _run(root, preset, int(rounds), chunking, side == "stream")
         return
     options = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     options.add_argument("presets", nargs="*", help="presets to count (default: every one with samples)")
@@ -71,13 +81,15 @@ def main() -> None:
     options.add_argument(
         "--chunks", choices=("4", "token"), default="4", help="4-character chunks (default) or BPE tokens"
     )
+    options.add_argument("--stream", action="store_true", help="through a DeltaStream, as a server streams")
     args = options.parse_args()
     presets = args.presets or sorted(path.stem for path in SAMPLES_DIR.glob("*.json"))
     root = str(Path(args.root).resolve())
     for preset in presets:
-        counts = [_count(root, preset, rounds, args.chunks) for rounds in (HIGH, LOW)]
+        counts = [_count(root, preset, rounds, args.chunks, args.stream) for rounds in (HIGH, LOW)]
         per_round = (counts[0] - counts[1]) // (HIGH - LOW)
-        row = {"preset": preset, "root": root, "chunks": args.chunks, "instructions_per_round": per_round}
+        row = {"preset": preset, "root": root, "chunks": args.chunks, "stream": args.stream}
+        row["instructions_per_round"] = per_round
         print(json.dumps(row), flush=True)
 
 

@@ -93,9 +93,8 @@ _FOREIGN = {"current_field": "_current", "tool_parameters": "_tool_params"}
 
 
 def _read(parser: Any, name: str) -> Any:
-    if hasattr(parser, name):
-        return getattr(parser, name)
-    return getattr(parser, _FOREIGN[name], None)
+    value = getattr(parser, name, _FOREIGN)  # (a property, read once)
+    return getattr(parser, _FOREIGN[name], None) if value is _FOREIGN else value
 
 
 def _new_id() -> str:

@@ -314,6 +314,8 @@ class DeltaStream:
             self._replay(text)
             raise self._failure(error, eos=False) from error
         self._grow(text)
+        if not events and not self._deltas:
+            return []  # held back: no region opened or closed, so the target is as it was
         self._run(events, eos=False)
         self._target = self._fast_target()
         return self._take()

@@ -14,6 +14,7 @@ Each table lives between a pair of markers, `<!-- NAME:start -->` and `<!-- NAME
   (test_costs.py, test_batch_throughput.py);
 - `wire-table` (docs/serving.md): the wire formats' cost over `DeltaStream` (test_wire_overhead.py);
 - `deltas-table` (docs/serving.md): `DeltaStream`'s own cost over the parser's (test_deltastream.py);
+- `deltas-short-table` (docs/serving.md): the same over each preset's short samples, whole requests;
 - `scale-table` (docs/batch.md): the engines of `respc parse` at scale (test_scale.py);
 - `presets-summary` (README.md): every shipped preset's speed-up over transformers, spread over the
   presets per workload and length (test_presets.py);
@@ -291,6 +292,32 @@ def render_deltas(run: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_deltas_short(run: dict) -> str:
+    """DeltaStream's own time over the parser's on each preset's short samples (test_deltastream.py)."""
+    rows = [
+        bench["extra_info"]
+        for bench in run["benchmarks"]
+        if bench["extra_info"].get("workload") == "deltas-short"
+    ]
+    if not rows:
+        return ""
+    rounds = sorted({len(info["own"]) for info in rows})
+    lines = [
+        "The same on whole requests: each preset's realistic samples, a new parser and stream per response "
+        f"(the median of {'/'.join(map(str, rounds))} paired rounds); in brackets, the parser's own µs per "
+        "response.",
+        "",
+        "| preset | responses | deltas | own cost |",
+        "|---|---:|---:|---:|",
+    ]
+    for info in sorted(rows, key=lambda info: info["preset"]):
+        lines.append(
+            f"| {info['preset']} | {info['responses']} | {info['deltas']} | "
+            f"{info['median']:.2f} ({info['parser_us_per_response']:.1f}) |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def render_scale(run: dict) -> str:
     """Records per second and start-up cost per engine, and peak memory (benchmarks/test_scale.py)."""
     engines, memory, oracle = [], [], None
@@ -421,6 +448,7 @@ RENDERERS = {  # marker name -> its table (see the module docstring for the file
     "cost-table": render_costs,
     "wire-table": render_wire,
     "deltas-table": render_deltas,
+    "deltas-short-table": render_deltas_short,
     "scale-table": render_scale,
     "presets-summary": render_presets_summary,
     "presets-table": render_presets_table,

@@ -9,6 +9,11 @@ trained on the response's words, as a model's tokenizer would split them): conte
 xml-inline for qwen3_5). Every round times the parser alone and the same parser under a `DeltaStream`
 back to back; the figure is the median over rounds of the stream's own time (the difference) over the
 parser's, so that the machine's drift cancels. The parser's own speed is in the other tables.
+
+`test_deltastream_on_short_samples` does the same for whole requests: each of a preset's realistic
+samples (`tests/fixtures/presets`, a chat turn or a tool call), a new parser and stream per response, where
+creating the stream, the region opens and closes and a call's JSON or xml structure weigh more than the
+per-delta path.
 """
 
 from __future__ import annotations
@@ -16,10 +21,10 @@ from __future__ import annotations
 import statistics
 
 import pytest
-from preset_speed import _timed, bpe_chunks
+from preset_speed import _timed, bpe_chunks, samples
 
 import respc
-from respc.serving import DeltaStream
+from respc.serving import DeltaStream, DeltaStreamError
 
 SIZES = (2_000, 8_000, 32_000)
 KINDS = ("content", "reasoning", "json args", "xml args")
@@ -90,4 +95,53 @@ def test_deltastream_own_cost(benchmark, kind: str, size: int) -> None:
         own=own,
         median=statistics.median(own),
         parser_us_per_delta=statistics.median(parser_us),
+    )
+
+
+SHORT = ("qwen3", "qwen3_5", "llama3_json", "mistral_v11", "gpt_oss", "minimax_m2", "deepseek_r1", "glm4_5")
+
+
+def _requests(module, work: list[tuple[str, list[str]]], stream: bool) -> None:
+    for prefix, chunks in work:
+        parser = module.ResponseParser(prefix)
+        if not stream:
+            for chunk in chunks:
+                parser.feed(chunk)
+            parser.finalize()
+            continue
+        deltas = DeltaStream(parser)
+        try:
+            for chunk in chunks:
+                deltas.feed(chunk)
+            deltas.finish()
+        except DeltaStreamError:  # (a sample of a malformed call)
+            pass
+
+
+@pytest.mark.parametrize("preset", SHORT)
+def test_deltastream_on_short_samples(benchmark, preset: str) -> None:
+    module = respc.load_preset(preset)
+    cases = samples(preset)
+    split = bpe_chunks([case["text"] for case in cases])
+    work = [(case.get("prefix") or "", split(case["text"])) for case in cases]
+    own: list[float] = []
+    parser_us: list[float] = []
+    repeat = max(1, int(0.02 / max(_timed(lambda: _requests(module, work, True), 1), 1e-6)))
+
+    def one_round() -> None:
+        sides = (False, True) if len(own) % 2 else (True, False)
+        timed = {stream: _timed(lambda: _requests(module, work, stream), repeat) for stream in sides}
+        own.append((timed[True] - timed[False]) / timed[False])
+        parser_us.append(timed[False] / len(work) * 1e6)
+
+    benchmark.group = "DeltaStream on short samples: its own time over the parser's (see extra_info)"
+    benchmark.pedantic(one_round, rounds=ROUNDS, iterations=1)
+    benchmark.extra_info.update(
+        workload="deltas-short",
+        preset=preset,
+        responses=len(work),
+        deltas=sum(len(chunks) for _, chunks in work),
+        own=own,
+        median=statistics.median(own),
+        parser_us_per_response=statistics.median(parser_us),
     )

@@ -79,6 +79,16 @@ FULL_RUN = [
         ratios=[1.2] * 15,
     ),
     _bench(
+        "test_deltastream_on_short_samples",
+        workload="deltas-short",
+        preset="qwen3",
+        responses=8,
+        deltas=311,
+        own=[1.5] * 9,
+        median=1.55,
+        parser_us_per_response=40.8,
+    ),
+    _bench(
         "test_scale",
         workload="scale",
         engine="local",
@@ -97,7 +107,14 @@ def test_each_table_goes_between_its_markers_in_the_file_that_holds_them(tmp_pat
     readme.write_text(
         "# intro\n<!-- speed-table:start -->\nold\n<!-- speed-table:end -->\nafter\n", encoding="utf-8"
     )
-    names = ("side-by-side-table", "content-table", "cost-table", "wire-table", "scale-table")
+    names = (
+        "side-by-side-table",
+        "content-table",
+        "cost-table",
+        "wire-table",
+        "deltas-short-table",
+        "scale-table",
+    )
     docs.write_text("".join(f"<!-- {n}:start -->\nold\n<!-- {n}:end -->\n" for n in names), encoding="utf-8")
     done = _render(_run_json(tmp_path, FULL_RUN), readme, docs)
     assert done.returncode == 0, done.stderr
@@ -117,6 +134,7 @@ def test_each_table_goes_between_its_markers_in_the_file_that_holds_them(tmp_pat
     assert "| compile smollm (incl. black) | 54 ms |" in _between(docs_text, "cost-table")
     assert "| smollm | 1.25 |" in _between(docs_text, "wire-table")
     assert "| local | 1 | jsonl | 60,000 | 0.1 | 3.5 |" in _between(docs_text, "scale-table")
+    assert "| qwen3 | 8 | 311 | 1.55 (40.8) |" in _between(docs_text, "deltas-short-table")
 
 
 def test_a_table_without_data_is_left_alone_and_one_without_markers_fails(tmp_path: Path) -> None:

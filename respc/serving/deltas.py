@@ -304,7 +304,8 @@ class DeltaStream:
                     self._argless.discard(index)
                     return [{"tool_calls": [{"index": index, "function": {"arguments": sent[1]}}]}]
                 self._ops(target.feed(routed))
-                self._target = self._fast_target()
+                if self._hold is not None:  # (else the call is still the target: the field is as it was)
+                    self._target = None
                 return self._take()
         if self._state != "live":  # `_live`, inlined
             raise RuntimeError(f"DeltaStream already {self._state}")

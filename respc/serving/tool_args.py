@@ -479,7 +479,7 @@ class _JsonScan:
         self.scalar_start = -1
 
     def path(self) -> tuple:
-        return tuple(frame.key for frame in self.stack)
+        return tuple([frame.key for frame in self.stack])
 
     def feed(self, text: str, final: bool = False) -> None:
         # Grown through a local that holds the only reference, so CPython extends it in place: `self.text
@@ -487,8 +487,8 @@ class _JsonScan:
         body, self.text = self.text, ""
         body += text
         self.text = text = body
-        i = self.pos
-        while i < len(text) and not self.broken:
+        i, end = self.pos, len(text)
+        while i < end and not self.broken:
             if self.string_start >= 0:
                 after = self._string(text, i)
                 if after is None:

@@ -186,7 +186,8 @@ def _layout(template: Any, target: Any) -> _Layout:
 
 
 # A generated module's template is read once per parser class (a compiled template's class can be
-# collected, hence the weak keys): reading it costs several times creating the parser.
+# collected, hence the weak keys): reading it costs several times creating the parser. The class was
+# compiled from the template as it was then, so a `TEMPLATE` changed later changes neither.
 _LAYOUTS: weakref.WeakKeyDictionary[type, _Layout] = weakref.WeakKeyDictionary()
 
 

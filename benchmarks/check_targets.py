@@ -3,6 +3,7 @@
     python -m pytest benchmarks/test_targets.py --benchmark-only --benchmark-json=.benchmarks/targets.json
     python benchmarks/check_targets.py .benchmarks/targets.json [--tolerance 0.2]
     python benchmarks/check_targets.py .benchmarks/presets.json   # the presets' floors (test_presets.py)
+    python benchmarks/check_targets.py .benchmarks/deltas.json    # DeltaStream's ceilings (test_deltastream.py)
 
 Each enforced ratio of `targets.py` must reach its bound within the tolerance (default 20%: a speed-up
 target of 8x passes at 6.4x or more, a flatness bound of 1.3 at 1.56 or less). The ratios are medians of
@@ -18,7 +19,7 @@ import json
 import sys
 from pathlib import Path
 
-from targets import KIND, PRESET_AIMS, PRESET_FLOORS, TARGETS, enforced, verdict
+from targets import DELTAS_AIM, DELTAS_CEILINGS, KIND, PRESET_AIMS, PRESET_FLOORS, TARGETS, enforced, verdict
 
 
 def check(run: dict, tolerance: float) -> list[str]:
@@ -66,13 +67,46 @@ def check_presets(run: dict, tolerance: float) -> list[str]:
     return sorted(lines, key=lambda line: (not line.startswith("MISSED"), line))
 
 
+def check_deltas(run: dict, tolerance: float) -> list[str]:
+    """One line per row of `test_deltastream.py`: "MISSED" where DeltaStream's own cost over the parser's is
+    above its row's ceiling (`DELTAS_CEILINGS`) by more than the tolerance, or a row kind is missing."""
+    lines = []
+    seen = set()
+    for bench in run["benchmarks"]:
+        info = bench["extra_info"]
+        if info.get("workload") == "deltas":
+            row, name = info["kind"], f"{info['kind']} {info['size']:,} chars"
+        elif info.get("workload") == "deltas-short":
+            row, name = "short", f"{info['preset']} short requests"
+        else:
+            continue
+        seen.add(row)
+        ceiling, own = DELTAS_CEILINGS[row], info["median"]
+        status = "MISSED" if own > ceiling * (1 + tolerance) else "ok"
+        aim = " (reaches the aim)" if own <= DELTAS_AIM else ""
+        lines.append(f"{status:6} DeltaStream {name}: own cost {own:.2f} (ceiling {ceiling:g}){aim}")
+    if seen:
+        lines += [
+            f"MISSED DeltaStream {row}: not measured in this run"
+            for row in DELTAS_CEILINGS
+            if row not in seen
+        ]
+    return sorted(lines, key=lambda line: (not line.startswith("MISSED"), line))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("run", type=Path, help="pytest-benchmark JSON of test_targets.py or test_presets.py")
+    parser.add_argument(
+        "run",
+        type=Path,
+        help="pytest-benchmark JSON of test_targets.py, test_presets.py or test_deltastream.py",
+    )
     parser.add_argument("--tolerance", type=float, default=0.2, help="allowed shortfall (default: 0.2)")
     args = parser.parse_args()
     run = json.loads(args.run.read_text(encoding="utf-8"))
-    lines = check(run, args.tolerance) + check_presets(run, args.tolerance)
+    lines = (
+        check(run, args.tolerance) + check_presets(run, args.tolerance) + check_deltas(run, args.tolerance)
+    )
     if not lines:
         print(f"{args.run}: no paired target ratios in this run", file=sys.stderr)
         return 1

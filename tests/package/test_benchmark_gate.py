@@ -118,3 +118,40 @@ def test_the_preset_floor_fails_a_stream_near_transformers_speed(tmp_path: Path)
     assert short.returncode == 1 and "stream-4 short 1.90 (floor 2.5x)" in short.stdout, short.stdout
     missing = _presets_run(tmp_path, {key: 4.5 for key in list(PRESET_FLOORS)[1:]})
     assert missing.returncode == 1  # a floor the run did not measure counts as missed
+
+
+def _deltas_run(tmp_path: Path, own: dict[str, float]) -> subprocess.CompletedProcess:
+    """A run of test_deltastream.py: a per-delta row of each kind at 8,000 characters, one short row."""
+    benchmarks = [
+        {"extra_info": {"workload": "deltas", "kind": kind, "size": 8000, "median": median}}
+        for kind, median in own.items()
+        if kind != "short"
+    ]
+    if "short" in own:
+        benchmarks.append(
+            {"extra_info": {"workload": "deltas-short", "preset": "qwen3", "median": own["short"]}}
+        )
+    path = tmp_path / "deltas.json"
+    path.write_text(json.dumps({"benchmarks": benchmarks}), encoding="utf-8")
+    return subprocess.run(
+        [sys.executable, "check_targets.py", str(path)], cwd=BENCHMARKS, capture_output=True, text=True
+    )
+
+
+def test_deltastream_ceilings_fail_a_stream_that_lost_its_fast_paths(tmp_path: Path) -> None:
+    fine = {"content": 0.3, "reasoning": 0.6, "json args": 1.7, "xml args": 1.8, "short": 1.8}
+    passed = _deltas_run(tmp_path, fine)
+    assert passed.returncode == 0, passed.stdout
+    assert (
+        "ok     DeltaStream content 8,000 chars: own cost 0.30 (ceiling 0.6) (reaches the aim)"
+        in passed.stdout
+    )
+    within = _deltas_run(tmp_path, {**fine, "json args": 2.85})  # 2.4 and 20%: 2.88 passes
+    assert within.returncode == 0, within.stdout
+    slow = _deltas_run(tmp_path, {**fine, "reasoning": 1.3})  # 1.0 and 20%: 1.2
+    assert slow.returncode == 1
+    assert slow.stdout.startswith("MISSED DeltaStream reasoning 8,000 chars: own cost 1.30"), slow.stdout
+    short = _deltas_run(tmp_path, {**fine, "short": 3.1})
+    assert short.returncode == 1 and "MISSED DeltaStream qwen3 short requests" in short.stdout
+    missing = _deltas_run(tmp_path, {k: v for k, v in fine.items() if k != "xml args"})
+    assert missing.returncode == 1 and "MISSED DeltaStream xml args: not measured" in missing.stdout

@@ -99,6 +99,6 @@ PRESET_AIMS = {
 # Content meets it; reasoning (0.55-0.7) and tool arguments (1.6-2.1, where each delta's fresh dicts cost
 # more than the parser's fast path) do not, nor whole short requests (1.3-2.2). The gate enforces ceilings
 # a little above those (2026-12-07), so that no change gives back the stream's fast paths (losing
-# `feed_text` costs +1 or more), and reports the aim. Keyed by the row: a kind of delta, or "short".
+# `feed_text` costs 3-10), and reports the aim. Keyed by the row: a kind of delta, or "short".
 DELTAS_CEILINGS = {"content": 0.6, "reasoning": 1.0, "json args": 2.4, "xml args": 2.4, "short": 2.4}
 DELTAS_AIM = 0.5

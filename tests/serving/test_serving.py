@@ -308,6 +308,45 @@ def test_arguments_stream_while_the_call_is_generated() -> None:
         assert json.loads(arguments) == {"text": long.strip() if name == "serving_qwen3_5" else long}, name
 
 
+def test_held_chunks_and_set_aside_arguments_take_the_streams_fast_paths() -> None:
+    """A chunk the parser holds back whole costs the stream nothing more (no `_run`, no `_fast_target`);
+    a string argument's chunks after its first go to `extend_aside` alone, each sent with its own call's
+    index: the second call's too."""
+
+    def spy(target: Any, *names: str) -> list[str]:
+        calls: list[str] = []
+        for name in names:
+            method = getattr(target, name)
+            setattr(target, name, lambda *a, n=name, m=method, **k: calls.append(n) or m(*a, **k))
+        return calls
+
+    stream = DeltaStream(respc.load_preset("qwen3").ResponseParser(""))
+    assert stream.feed("Sure.") == [{"content": "Sure."}]
+    calls = spy(stream, "_run", "_fast_target")
+    assert stream.feed("\n<tool") == [] and calls == []  # (held: it may start `<tool_call>`)
+    deltas = []
+    for index in (0, 1):
+        deltas += stream.feed(
+            '_call>\n{"name": "write", "arguments": {"text": "' if index == 0 else "\n<tool"
+        )
+        if index:
+            deltas += stream.feed('_call>\n{"name": "write", "arguments": {"text": "')
+        region = stream._region
+        aside = spy(region, "extend_aside", "feed_in_string", "feed")
+        sent = [d for word in ("one", " two", " three", " four") for d in stream.feed(word)]
+        assert aside == ["extend_aside", "feed_in_string"] + ["extend_aside"] * 3, aside
+        assert [d["tool_calls"][0] for d in sent] == [
+            {"index": index, "function": {"arguments": word}} for word in ("one", " two", " three", " four")
+        ]
+        deltas += sent + stream.feed('"}}\n</tool_call>')
+    last, reason = stream.finish()
+    assert reason == "tool_calls" and [c["index"] for c in stream.calls] == [0, 1]
+    for index in (0, 1):
+        entries = [e for d in deltas + last for e in d.get("tool_calls", []) if e["index"] == index]
+        arguments = "".join(e["function"]["arguments"] for e in entries)
+        assert json.loads(arguments) == {"text": "one two three four"}
+
+
 def test_the_name_is_sent_as_soon_as_the_open_pattern_completes() -> None:
     module = module_of("gpt_oss")
     stream = DeltaStream(module.ResponseParser(""))

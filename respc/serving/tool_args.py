@@ -11,6 +11,7 @@ template's shape is not one they understand, the call is sent whole when its reg
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +33,7 @@ _JSON_STARTS = frozenset('{["-0123456789tfnNI')
 _JSON_SPACE = " \t\n\r"
 _WORD = regex.compile(r"\w")
 _SPACE = regex.compile(r"\s")  # the json dialect's `\s`, as the `regex` module reads it
-_STRING_RUN = regex.compile(r'[^"\\]+')
+_STRING_RUN = re.compile(r'[^"\\]+')  # (`re`: twice as fast as `regex` on this class, and the same)
 
 
 def same_value(a: Any, b: Any) -> bool:

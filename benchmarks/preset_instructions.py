@@ -28,8 +28,10 @@ LOW, HIGH = 10, 60
 def _run(root: str, preset: str, rounds: int, chunking: str, stream: bool) -> None:
     """The workload itself, in the process valgrind counts."""
     sys.path.insert(0, root)
+    sys.path.insert(1, str(Path(__file__).parent))
+    from preset_speed import bpe_chunks, run_requests
+
     from respc.registry import load_preset
-    from respc.serving import DeltaStream, DeltaStreamError
 
     parser_class = load_preset(preset).ResponseParser
     parser_class.warm_up()
@@ -38,28 +40,12 @@ def _run(root: str, preset: str, rounds: int, chunking: str, stream: bool) -> No
     if chunking == "token":
         # One BPE token a feed, as `preset_speed.py` splits them (trained on these samples alone; the
         # training, the same at every count of rounds, drops out of the difference).
-        sys.path.insert(1, str(Path(__file__).parent))
-        from preset_speed import bpe_chunks
-
         split = bpe_chunks([text for _, text in work])
         work = [(prefix, split(text)) for prefix, text in work]
     else:
         work = [(prefix, [text[i : i + 4] for i in range(0, len(text), 4)]) for prefix, text in work]
     for _ in range(rounds):
-        for prefix, chunks in work:
-            parser = parser_class(prefix, errors="keep")
-            if not stream:
-                for chunk in chunks:
-                    parser.feed(chunk)
-                parser.finalize()
-                continue
-            deltas = DeltaStream(parser)
-            try:
-                for chunk in chunks:
-                    deltas.feed(chunk)
-                deltas.finish()
-            except DeltaStreamError:  # (a sample of a malformed call)
-                pass
+        run_requests(parser_class, work, stream, errors="keep")
 
 
 def _count(root: str, preset: str, rounds: int, chunking: str, stream: bool) -> int:

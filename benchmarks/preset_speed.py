@@ -113,6 +113,27 @@ def cases(preset: str) -> dict[Any, list[tuple[str, str]]]:
     return out
 
 
+def run_requests(parser_class: Any, work: list[tuple[str, list[str]]], stream: bool, **options: Any) -> None:
+    """Each response of `work` (a prompt and its chunks) through a new parser made with `options`, and a
+    `respc.serving.DeltaStream` over it when `stream`, as a server streams a request."""
+    from respc.serving import DeltaStream, DeltaStreamError
+
+    for prefix, chunks in work:
+        parser = parser_class(prefix, **options)
+        if not stream:
+            for chunk in chunks:
+                parser.feed(chunk)
+            parser.finalize()
+            continue
+        deltas = DeltaStream(parser)
+        try:
+            for chunk in chunks:
+                deltas.feed(chunk)
+            deltas.finish()
+        except DeltaStreamError:  # (a sample of a malformed call)
+            pass
+
+
 def _message(module: Any, text: str, prefix: str) -> dict:
     """The parsed message, or {} for a sample that fails to parse (a malformed call, on purpose)."""
     try:

@@ -21,10 +21,10 @@ from __future__ import annotations
 import statistics
 
 import pytest
-from preset_speed import _timed, bpe_chunks, samples
+from preset_speed import _timed, bpe_chunks, run_requests, samples
 
 import respc
-from respc.serving import DeltaStream, DeltaStreamError
+from respc.serving import DeltaStream
 
 SIZES = (2_000, 8_000, 32_000)
 KINDS = ("content", "reasoning", "json args", "xml args")
@@ -101,23 +101,6 @@ def test_deltastream_own_cost(benchmark, kind: str, size: int) -> None:
 SHORT = ("qwen3", "qwen3_5", "llama3_json", "mistral_v11", "gpt_oss", "minimax_m2", "deepseek_r1", "glm4_5")
 
 
-def _requests(module, work: list[tuple[str, list[str]]], stream: bool) -> None:
-    for prefix, chunks in work:
-        parser = module.ResponseParser(prefix)
-        if not stream:
-            for chunk in chunks:
-                parser.feed(chunk)
-            parser.finalize()
-            continue
-        deltas = DeltaStream(parser)
-        try:
-            for chunk in chunks:
-                deltas.feed(chunk)
-            deltas.finish()
-        except DeltaStreamError:  # (a sample of a malformed call)
-            pass
-
-
 @pytest.mark.parametrize("preset", SHORT)
 def test_deltastream_on_short_samples(benchmark, preset: str) -> None:
     module = respc.load_preset(preset)
@@ -126,11 +109,14 @@ def test_deltastream_on_short_samples(benchmark, preset: str) -> None:
     work = [(case.get("prefix") or "", split(case["text"])) for case in cases]
     own: list[float] = []
     parser_us: list[float] = []
-    repeat = max(1, int(0.02 / max(_timed(lambda: _requests(module, work, True), 1), 1e-6)))
+    repeat = max(1, int(0.02 / max(_timed(lambda: run_requests(module.ResponseParser, work, True), 1), 1e-6)))
 
     def one_round() -> None:
         sides = (False, True) if len(own) % 2 else (True, False)
-        timed = {stream: _timed(lambda: _requests(module, work, stream), repeat) for stream in sides}
+        timed = {
+            stream: _timed(lambda: run_requests(module.ResponseParser, work, stream), repeat)
+            for stream in sides
+        }
         own.append((timed[True] - timed[False]) / timed[False])
         parser_us.append(timed[False] / len(work) * 1e6)
 

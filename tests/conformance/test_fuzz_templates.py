@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import copy
 import os
+import random
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -248,8 +249,18 @@ def delimiter(draw: st.DrawFn, captures: bool) -> Delim:
     pattern, examples = draw(
         st.sampled_from(captured if captures and draw(st.integers(0, 3)) == 0 else shapes)
     )
-    groups = tuple(sorted(regex.compile(pattern, regex.DOTALL).groupindex))
-    return Delim(None, pattern, examples, groups)
+    return Delim(None, pattern, examples, _group_names(pattern))
+
+
+def _group_names(pattern: str) -> tuple[str, ...]:
+    """The pattern's named groups. Compiling a new pattern when `regex`'s cache is full evicts entries
+    chosen with the global `random` (`regex._regex_core._shrink_cache`), which hypothesis forbids inside a
+    strategy (a deprecation warning today): the state is put back."""
+    state = random.getstate()
+    try:
+        return tuple(sorted(regex.compile(pattern, regex.DOTALL).groupindex))
+    finally:
+        random.setstate(state)
 
 
 @st.composite

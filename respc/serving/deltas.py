@@ -92,9 +92,12 @@ def template_of(parser: Any) -> dict | None:
 _FOREIGN = {"current_field": "_current", "tool_parameters": "_tool_params"}
 
 
+_MISSING = object()
+
+
 def _read(parser: Any, name: str) -> Any:
-    value = getattr(parser, name, _FOREIGN)  # (a property, read once)
-    return getattr(parser, _FOREIGN[name], None) if value is _FOREIGN else value
+    value = getattr(parser, name, _MISSING)  # (a property: read once, not by hasattr and again)
+    return getattr(parser, _FOREIGN[name], None) if value is _MISSING else value
 
 
 def _new_id() -> str:

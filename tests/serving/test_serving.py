@@ -312,13 +312,7 @@ def test_held_chunks_and_set_aside_arguments_take_the_streams_fast_paths() -> No
     """A chunk the parser holds back whole costs the stream nothing more (no `_run`, no `_fast_target`);
     a string argument's chunks after its first go to `extend_aside` alone, each sent with its own call's
     index: the second call's too."""
-
-    def spy(target: Any, *names: str) -> list[str]:
-        calls: list[str] = []
-        for name in names:
-            method = getattr(target, name)
-            setattr(target, name, lambda *a, n=name, m=method, **k: calls.append(n) or m(*a, **k))
-        return calls
+    from support.compare import spy
 
     stream = DeltaStream(respc.load_preset("qwen3").ResponseParser(""))
     assert stream.feed("Sure.") == [{"content": "Sure."}]

@@ -117,10 +117,10 @@ def chunkings(text: str, seed: int = 0, random_splits: int = 3) -> list[list[str
 
 
 def spy(parser: Any, *names: str) -> list[str]:
-    """The names of the parser's methods `names` called from now on, in order (each wrapped on the
+    """The names of the object's methods `names` called from now on, in order (each wrapped on the
     instance): a fast path's test that the general mode, or a pass, did not run."""
     calls: list[str] = []
     for name in names:
         method = getattr(parser, name)
-        setattr(parser, name, lambda *args, n=name, m=method: calls.append(n) or m(*args))
+        setattr(parser, name, lambda *args, n=name, m=method, **kwargs: calls.append(n) or m(*args, **kwargs))
     return calls

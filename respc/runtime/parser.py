@@ -555,7 +555,7 @@ class CompiledParser:
         """The general mode's work, in any state: a chunk a fast mode does not take comes here too (with
         `may_skip` False where `_starts_nothing` has said no of it: the pass's `_skips_scan` would too)."""
         if text and self._pos == len(self._buf) and not self._run_pieces and not self._finalized:
-            if self._stems and (held := self._hold_stem(text)) is not None:
+            if (self._stems or self._patterns) and (held := self._hold_stem(text)) is not None:
                 return held
             if (
                 self._patterns
@@ -799,7 +799,7 @@ class CompiledParser:
                         rest = text[cut:] if cut else self._buf[self._pos :] + text
                         pattern = None
                         if rest in self._stem_prefixes or (
-                            self._patterns and (pattern := self._lead_pattern(rest)) is not None
+                            self._patterns and (pattern := self._known_hold(rest)) is not None
                         ):
                             return self._hold_tail(text, cut, pattern)
                 if not self._starts_nothing(text):
@@ -1206,15 +1206,8 @@ class CompiledParser:
                         # to hold (`partial_held`'s memo: MiniMax-M2's `[e~[`, complete at the buffer's
                         # end, where it may grow). Else `_starts_nothing` may still say nothing starts: the
                         # general way's.
-                        if not self._patterns:
+                        if not self._patterns or self._known_hold(rest) is None:
                             return False
-                        if self._lead_pattern(rest) is None:
-                            for pattern in self._patterns:
-                                known = pattern.partials
-                                if known is not None and not pattern.context and known.get(rest):
-                                    break
-                            else:
-                                return False
                         held, pos = rest, end
                         break
                 else:
@@ -1302,8 +1295,10 @@ class CompiledParser:
 
     def _hold_stem(self, text: str) -> list[dict] | None:
         """Nothing is held and the chunk ends with a proper prefix of a stem (in mode lead's states, perhaps
-        after a run of the lead class), after text that holds no start character (the whole chunk, unless
-        the state's mode is plain, lead or discard): the oracle's pass finds
+        after a run of the lead class), or with a text a watched regex delimiter is known to hold
+        (`_known_hold`: llama3-json's `<|` beside `<\\|eot_id\\|>`, in a state without stems), after text
+        that holds no start character (the whole chunk, unless the state's mode is plain, lead or
+        discard): the oracle's pass finds
         that partial match where the chunk's text stops routing, and no match can commit at or after it.
         So route what comes before it and hold the rest, without a scan (mode held). None when the chunk
         is not so. (After a feed that raised, the state entered and the buffer are still the oracle's, so
@@ -1327,7 +1322,7 @@ class CompiledParser:
             pattern = None  # (the held mode finds the pattern whose stem it is, if it needs it)
         else:
             pattern = (
-                self._lead_pattern(rest)
+                self._known_hold(rest)
                 if self._patterns and (first is None or _first_of(rest, first) >= 0)
                 else None
             )
@@ -1434,10 +1429,17 @@ class CompiledParser:
         modes) or "general" (a pass); see the module docstring. For tests and the curious."""
         return self._mode
 
-    def _lead_pattern(self, held: str) -> Any:
-        """The first watched lead-run pattern that holds `held` (`lead_holds`), or None."""
+    def _known_hold(self, held: str) -> Any:
+        """The first watched regex delimiter known without a search to hold `held` (the text from the scan
+        position to the end of the buffer) as its partial match: a lead-run pattern by `lead_holds`, or one
+        whose search reads nothing before its start by its memo (`partial_held` remembered it: phi4-mini's
+        ` functools`, a whole stem before the lookahead `(?=\\s*\\[\\s*\\{)` can tell); None when none is."""
         for pattern in self._patterns:
             if pattern.lead is not None and lead_holds(pattern, held):
+                return pattern
+        for pattern in self._patterns:
+            known = pattern.partials
+            if known is not None and not pattern.context and known.get(held):
                 return pattern
         return None
 
@@ -1804,8 +1806,8 @@ class CompiledParser:
         if state.start_char is None:
             return -1
         if not self._starts_nothing(rest):
-            # (A run, then a proper prefix of a lead-run delimiter's stem: its partial match, `lead_holds`.)
-            return pos if self._patterns and self._lead_pattern(rest) is not None else -1
+            # (A partial match known without a search: `_known_hold`.)
+            return pos if self._patterns and self._known_hold(rest) is not None else -1
         runs = state.runs
         if not runs:
             return len(buf)

@@ -101,8 +101,10 @@ def test_a_held_text_another_opener_holds_takes_no_pass() -> None:
     for chunk in chunks:
         modes.append(parser.feed_mode)
         parser.feed(chunk)
+        if len(modes) == 1:
+            passes.clear()  # (the first feed's pass, if its class has no memo of `<|co` yet)
     assert modes[1:5] == ["held"] * 4
-    assert len(passes) == 2  # the first feed's, and the commit of the thinking opener
+    assert len(passes) == 1  # the commit of the thinking opener
     assert_same(
         respc_stream(module.TEMPLATE, "", chunks),
         oracle_stream(module.TEMPLATE, "", chunks),

@@ -6,9 +6,10 @@ opener prefix once, not once per feed."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
-from support.compare import FIXTURES, assert_same, chunkings, oracle_stream
+from support.compare import FIXTURES, assert_same, chunkings, oracle_stream, spy
 from support.oracles import stream_trace
 
 import respc
@@ -17,6 +18,12 @@ from respc.runtime import scan
 
 def _ours(module: object, prefix: str, chunks: list[str]) -> list:
     return stream_trace(lambda: module.ResponseParser(prefix), chunks)
+
+
+def _words(text: str) -> list[str]:
+    """Chunks as a BPE tokenizer cuts text: a word with the space before it, a run of spaces or of
+    punctuation (so a whole opener stem such as ` functools` comes as one chunk)."""
+    return re.findall(r" ?\w+|\s+|[^\w\s]+", text)
 
 
 def test_a_second_stream_takes_no_partial_search_for_the_held_texts_of_the_first(
@@ -82,14 +89,53 @@ def test_a_pattern_that_reads_back_without_bound_keeps_no_memo() -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["step3", "kimi_k2", "deepseek_v3", "inkling", "qwen3_5", "minimax_m2", "llama3_json", "llama4"]
+    ("name", "text", "chunk"),
+    [
+        # A whole stem, held by the lookahead after it: a tool call, then prose.
+        ("phi4_mini", 'Sure. functools[{"name": "f", "arguments": {}}]', " functools"),
+        ("phi4_mini", "Use functools.lru_cache.", " functools"),
+        # A state without stems: its closer `<\\|eot_id\\|>` starts after the arguments' end.
+        ("llama3_json", '{"name": "get_weather", "parameters": {"city": "Paris"}}<|eot_id|>', '"}}<|'),
+    ],
+)
+def test_a_remembered_partial_match_is_held_without_a_pass(name: str, text: str, chunk: str) -> None:
+    """`_known_hold`: once the memo knows a text is a regex delimiter's partial match, a chunk ending in it
+    is held as a stem's proper prefix is (`_hold_stem`), without the pass's search of every delimiter."""
+    module = respc.load_preset(name)
+    chunks = _words(text)
+    first = _ours(module, "", chunks)  # (fills the memo)
+    assert_same(first, oracle_stream(module.TEMPLATE, "", chunks), module.TEMPLATE, repr(chunks))
+    parser = module.ResponseParser("")
+    for earlier in chunks[: chunks.index(chunk)]:
+        parser.feed(earlier)
+    assert parser.feed_mode == "lead"
+    calls = spy(parser, "_process")
+    parser.feed(chunk)
+    assert (parser.feed_mode, calls) == ("held", [])
+    assert _ours(module, "", chunks) == first
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "step3",
+        "kimi_k2",
+        "deepseek_v3",
+        "inkling",
+        "qwen3_5",
+        "minimax_m2",
+        "llama3_json",
+        "llama4",
+        "phi4_mini",
+    ],
 )
 def test_streams_agree_with_transformers_with_a_warm_memo(name: str) -> None:
     module = respc.load_preset(name)
     cases = json.loads((FIXTURES / "presets" / f"{name}.json").read_text(encoding="utf-8"))
     for round_ in range(2):  # cold, then warm
         for index, case in enumerate(cases):
-            for chunks in chunkings(case["text"], seed=index + round_, random_splits=2):
+            splits = [*chunkings(case["text"], seed=index + round_, random_splits=2), _words(case["text"])]
+            for chunks in splits:
                 ours = _ours(module, case.get("prefix") or "", chunks)
                 theirs = oracle_stream(module.TEMPLATE, case.get("prefix") or "", chunks)
                 assert_same(ours, theirs, module.TEMPLATE, f"{name}[{index}] round {round_}")

@@ -742,16 +742,16 @@ class CompiledParser:
 
     def _feed_discard(self, text: str) -> list[dict]:
         """Mode discard: outside every region of a template without an implicit field, a chunk holding no
-        start character is dropped."""
-        if (
-            self._mode == _DISCARD
-            and text
-            and type(text) is str
-            and (
-                self._start_char not in text
-                or (not self._start_char and self.STATES[self._current].several.isdisjoint(text))
-            )
-        ):
+        start character, or starting nothing (ERNIE's `</s>` after `</response>`, beside `<think>`), is
+        dropped (`_skips_scan` and `_route_skipping_scan`'s answer, where no guarded branch can match)."""
+        if self._mode == _DISCARD and text and type(text) is str:
+            start = self._start_char
+            if start in text and (start or not self.STATES[self._current].several.isdisjoint(text)):
+                if not self._starts_nothing(text) or (
+                    self.STATES[self._current].guard is not None
+                    and not self._unguarded(self._buf, self._pos, text)
+                ):
+                    return self._general(text, False)
             if self.CONTEXT:
                 self._buf = text  # the chunk is the context kept
                 self._pos = len(text)

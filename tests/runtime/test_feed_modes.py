@@ -125,8 +125,8 @@ def test_literal_regions_are_plain_and_a_null_sink_discards() -> None:
 
 def test_discard_tests_several_start_characters_at_once() -> None:
     """Outside the regions of a template without implicit field, opened by `<a>` and `[b]`: a chunk that
-    holds neither `<` nor `[` is dropped by mode discard (`State.several`); one that holds either goes the
-    general way."""
+    holds neither `<` nor `[` is dropped by mode discard (`State.several`), as is one that holds either
+    but starts nothing (`_starts_nothing`); one that may start something goes the general way."""
     template = {
         "start_anchor": "S",
         "fields": {"x": {"open": "<a>", "close": "</a>"}, "y": {"open": "[b]", "close": "[/b]"}},
@@ -140,7 +140,8 @@ def test_discard_tests_several_start_characters_at_once() -> None:
     work = parser._general
     parser._general = lambda *args: general.append(True) or work(*args)  # type: ignore
     assert parser.feed("more text") == [] and not general
-    parser.feed("a [ b")
+    assert parser.feed("a [ b") == [] and not general  # (a start character that starts nothing)
+    parser.feed("a [b")
     assert general
     chunks = ["noise ", "more", "a [ b", " <", "a>x</a>", "tail", "[b", "]y[/b]", "end"]
     for split in [chunks, *chunkings("".join(chunks))]:

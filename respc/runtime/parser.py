@@ -89,6 +89,9 @@ _PENDING = "pending"
 
 # The prefix passes remembered per parser class (`_remember`): remainders up to this long, this many.
 _SETTLED_LENGTH, _SETTLED_LIMIT = 256, 64
+# The first feeds remembered per parser class (`_first_feed`): chunks up to this long (a token, a small
+# delta: not a whole message fed at once, which seldom recurs), this many.
+_FIRST_LENGTH, _FIRST_LIMIT = 32, 256
 # The attributes `_start` sets, in its order, which `_resume` sets in the same order.
 _SETTLED_ORDER = (
     *("_remainder", "_tools", "errors", "_buf", "_pos", "_output", "_finalized", "_run_pieces"),
@@ -235,7 +238,9 @@ class CompiledParser:
         self._buf = ""
         self._pos = 0
         self._output: dict[str, Any] = self.defaults()
-        self._finalized = False
+        # None until the first feed where that feed takes the general mode (`_first_feed`); True once
+        # finalized.
+        self._finalized: bool | None = None
         self._run_pieces: list[str] = []  # mode lead's newest pieces of a held run, not yet in _buf
         self._run_pieces_limit = _COALESCE
         self._held: str | None = None  # held text that is a proper prefix of a stem (mode held)
@@ -253,6 +258,8 @@ class CompiledParser:
             # never fed (a whole message, a request cancelled at once) would leave to the garbage
             # collector. The class's `feed` hands the first chunk to it and installs it (`_installed`).
             self._settle()
+            if self._mode != _GENERAL:
+                self._finalized = False  # (the first chunk takes a fast mode: nothing to remember)
             del self.feed
             if len(remainder) <= _SETTLED_LENGTH:
                 self._remember(remainder, keep_errors)
@@ -370,7 +377,7 @@ class CompiledParser:
     @property
     def finalized(self) -> bool:
         """Whether `finalize` has returned (a later `feed` or `finalize` raises)."""
-        return self._finalized
+        return self._finalized is True
 
     def restart(self) -> CompiledParser:
         """A new parser of this class, as this one was right after construction: the same prefix (past its
@@ -532,28 +539,35 @@ class CompiledParser:
         bound before the mode was installed (`map(parser.feed, ...)`), or the class's `feed` on the first
         chunk after the prompt's pass named a fast mode (`_start`), which is installed then. (Dispatched
         by `_mode`, not through `self.feed`, which a caller may have wrapped.)"""
-        mode = self._mode
-        if mode == _PLAIN:
-            method = self._plain_mode()
-        elif mode == _LEAD or mode == _DISCARD:
-            if self._WIDE and self.STATES[self._current].wide is not False:
-                method = self._feed_wide
-            else:
-                method = self._feed_lead if mode == _LEAD else self._feed_discard
-        elif mode == _HELD:
-            method = self._feed_held
-        elif mode == _PENDING:
-            method = self._feed_pending
-        elif mode == _BARE:
-            method = self._feed_bare
-        else:
+        method = self._mode_method()
+        if method is None:
             return self._general(text)
         self.feed = method  # (`vars(self)` would tell whether it is, but makes the instance keep a dict)
         return method(text)
 
+    def _mode_method(self) -> Any:
+        """The method of the fast or held mode `_mode` names, as `_settle` installs it; None for the general
+        mode."""
+        mode = self._mode
+        if mode == _PLAIN:
+            return self._plain_mode()
+        if mode == _LEAD or mode == _DISCARD:
+            if self._WIDE and self.STATES[self._current].wide is not False:
+                return self._feed_wide
+            return self._feed_lead if mode == _LEAD else self._feed_discard
+        if mode == _HELD:
+            return self._feed_held
+        if mode == _PENDING:
+            return self._feed_pending
+        if mode == _BARE:
+            return self._feed_bare
+        return None
+
     def _general(self, text: str, may_skip: bool = True) -> list[dict]:
         """The general mode's work, in any state: a chunk a fast mode does not take comes here too (with
         `may_skip` False where `_starts_nothing` has said no of it: the pass's `_skips_scan` would too)."""
+        if self._finalized is None:
+            return self._first_feed(text)
         if text and self._pos == len(self._buf) and not self._run_pieces and not self._finalized:
             if (self._stems or self._patterns) and (held := self._hold_stem(text)) is not None:
                 return held
@@ -573,6 +587,60 @@ class CompiledParser:
                     self._buf = buf
                     return []
         return self._pass(text, may_skip)
+
+    def _first_feed(self, text: str) -> list[dict]:
+        """The first chunk of a parser whose prefix left the general mode (none: a reply's start, where a
+        guarded branch `^...` may match, or a prompt that opened nothing): the general mode's work, but a
+        chunk this class has seen first after the same remainder, in the same errors mode, gives the state
+        and events it gave then.
+
+        Every reply of a server's model starts after the same remainder, and most with one of a few tokens
+        (`<think>`, `The`, `[`, `{"`): the general mode's pass cost 3-12 µs there, where a guard at the
+        start keeps the fast modes off. Like the prefix pass (`_remember`), the feed reads nothing but the
+        state `_start` left, which the remainder and the errors mode decide, and the chunk (the tools only
+        to type a call that closes, whose value is a dict, refused as `_remember` refuses it); a feed that
+        raises is not kept."""
+        self._finalized = False
+        cls = type(self)
+        if (
+            type(text) is not str
+            or len(text) > _FIRST_LENGTH
+            or "CONTRACT" not in cls.__dict__  # (a subclass may keep more state: `_remember`)
+            or len(self._remainder) > _SETTLED_LENGTH
+        ):
+            return self._general(text)
+        key = (self._remainder, self.errors is not None, text)
+        known = cls.__dict__.get("_first_fed")
+        if known is not None:
+            state = known.get(key)
+            if state is not None:
+                self._resume(state[0], self._tools)
+                method = self._mode_method()
+                if method is not None:
+                    self.feed = method  # (installed, as the feed itself would have: no `_installed` next)
+                return [dict(event) for event in state[1]]
+        initial = self._initial_events  # (before the feed: `initial_events` may be read in between)
+        events = self._general(text)
+        held = (
+            self._output.values(),
+            self._captures.values(),
+            self._run_pieces,
+            self._parts,
+            self.errors or (),
+            *(event.values() for event in initial),
+            *(event.values() for event in events),
+        )
+        if any(type(item) not in _SCALARS for items in held for item in items):
+            return events
+        if known is None:
+            known = cls._first_fed = {}
+        elif len(known) >= _FIRST_LIMIT:
+            known.clear()  # (replies that start with ever new chunks: keep the memo small)
+        values = [value.copy() if type(value) in (list, dict) else value for value in _SETTLED_VALUES(self)]
+        values[1] = values[-1] = None  # `_tools` and `_initial_events`: each parser's own
+        settled = (tuple(values), tuple(dict(event) for event in initial))
+        known[key] = (settled, tuple(dict(event) for event in events))
+        return events
 
     # The general mode under the name `_settle` installs it by (an instance attribute named `feed` shadows
     # the class's), and the name contract 2 modules assign in their class body, kept so that importing one

@@ -248,7 +248,9 @@ def test_a_fast_mode_bound_before_finalize_raises_after_it(
 def test_a_bound_feed_takes_the_installed_mode(bound_after: int) -> None:
     """A `feed` bound at construction or in an earlier mode hands each chunk to the mode installed now:
     the reasoning region's plain chunks take no pass, however the feed was bound."""
-    parser = respc.compile_template(TEMPLATES["smollm"]).ResponseParser("")
+    cls = respc.compile_template(TEMPLATES["smollm"]).ResponseParser
+    cls._first_fed = {}  # (the first feed's own way, not a remembered one: `_first_feed`)
+    parser = cls("")
     chunks = ["<think>", "a b", " c", " d", " e"]
     for chunk in chunks[:bound_after]:
         parser.feed(chunk)

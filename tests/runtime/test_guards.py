@@ -380,6 +380,7 @@ def test_llama3_json_reads_its_anchored_openers_run_first(target: str, chunks: l
         module.TEMPLATE,
         repr(chunks),
     )
+    module.ResponseParser._first_fed = {}  # (the first feed's own way, not a remembered one)
     parser = module.ResponseParser(prefix)
     searches = spy(parser, "_process", "_pend")  # (the pass, or mode pending's partial search)
     parser.feed(chunks[0])

@@ -215,7 +215,9 @@ def test_chunks_with_start_characters_but_no_starter_skip_the_scan() -> None:
             assert_same(
                 respc_stream(template, "", split), oracle_stream(template, "", split), template, repr(split)
             )
-    parser = respc.compile_template(template).ResponseParser("")
+    cls = respc.compile_template(template).ResponseParser
+    cls._first_fed = {}  # (the first feed's own way, not a remembered one: `_first_feed`)
+    parser = cls("")
     passes = []
     process = parser._process
     parser._process = lambda events, eos: (passes.append(eos), process(events, eos))[1]  # type: ignore[method-assign]

@@ -1244,8 +1244,9 @@ class CompiledParser:
         """After a commit that consumed the buffer up to `end`, in the state it entered: `_rest_hold`,
         `_route`, `_trim` and `_settle`, written out as one for their commonest answers, in a state of mode
         plain, lead or discard where no guarded branch can match. What is left is a proper prefix of a stem
-        (held), or holds no start character, so it is routed, but for a trailing run in mode lead (held);
-        then the mode is installed as `_settle` decides. True when done; False, having done nothing, for
+        or a partial match known without a search (held), or holds no start character, so it is routed,
+        but for a trailing run in mode lead (held), or starts nothing up to such a prefix or partial match
+        (routed up to it, the rest held); then the mode is installed as `_settle` decides. True when done; False, having done nothing, for
         any other case. (A commit cost about ten Python calls; these were a third of them.)"""
         current = self._current
         state = self.STATES[current]
@@ -1260,23 +1261,45 @@ class CompiledParser:
             return False
         pos = len(buf)
         held = None
+        rest = ""
         if end < pos:
             if pos - end > _REST:
                 return False
             rest = buf[end:]
             if rest in self._stem_prefixes:
                 held, pos = rest, end
+                rest = ""
             else:
                 for char in watched:
                     if char in rest:
                         # A run, then a proper prefix of a lead-run delimiter's stem: its partial match,
                         # held (`_rest_hold`); or a text a regex delimiter's partial search is remembered
                         # to hold (`partial_held`'s memo: MiniMax-M2's `[e~[`, complete at the buffer's
-                        # end, where it may grow). Else `_starts_nothing` may still say nothing starts: the
-                        # general way's.
-                        if not self._patterns or self._known_hold(rest) is None:
+                        # end, where it may grow).
+                        if self._patterns and self._known_hold(rest) is not None:
+                            held, pos = rest, end
+                            rest = ""
+                            break
+                        # Or text that starts nothing, then such a partial match (ERNIE's `\n\n<` after
+                        # `</think>`, GLM's `\n<` after a tool call's opener): the text is routed and the
+                        # rest held, as `_hold_stem` says of a chunk. Else `_starts_nothing` may still say
+                        # nothing starts: the general way's.
+                        first = state.start_char
+                        cut = _first_of(rest, first) if first else -1
+                        if mode == "lead":
+                            run = self._run
+                            while cut > 0 and rest[cut - 1] in run:
+                                cut -= 1
+                        if cut <= 0:
                             return False
-                        held, pos = rest, end
+                        # (The text before it holds no start character, nor a guard character: in a
+                        # state with a guard, `_unguarded` has looked from `end`.)
+                        tail = rest[cut:]
+                        if tail not in self._stem_prefixes and (
+                            not self._patterns or self._known_hold(tail) is None
+                        ):
+                            return False
+                        held, rest, pos = tail, rest[:cut], end + cut
                         break
                 else:
                     if mode == "lead":
@@ -1286,17 +1309,15 @@ class CompiledParser:
                             while cut and rest[cut - 1] in run:
                                 cut -= 1
                             held, rest, pos = rest[cut:], rest[:cut], end + cut
-                    if rest and current is not None:
-                        parts = self._parts  # `_route` (`_empty_open` is false already)
-                        parts.append(rest)
-                        if len(parts) >= self._parts_limit:
-                            self._coalesce()
-                        if not self._opened:
-                            events.append({"type": "region_open", "field": current})
-                            self._opened = True
-                        events.append(
-                            {"type": "region_chunk", "field": current, "text": rest, "dirty": self._dirty}
-                        )
+            if rest and current is not None:
+                parts = self._parts  # `_route` (`_empty_open` is false already)
+                parts.append(rest)
+                if len(parts) >= self._parts_limit:
+                    self._coalesce()
+                if not self._opened:
+                    events.append({"type": "region_open", "field": current})
+                    self._opened = True
+                events.append({"type": "region_chunk", "field": current, "text": rest, "dirty": self._dirty})
         context = self.CONTEXT  # `_trim`
         if context is not None and pos > context:
             buf = self._buf = buf[pos - context :]

@@ -138,6 +138,21 @@ def test_fixture_templates_stream_as_the_general_way_does(name: str) -> None:
             ["hm</thi", "nk>\n\n<minimax:tool_call>\n", '<invoke name="f">', "</invoke>"],
         ),
         ("ernie4_5", "User: hi\nAssistant:", ["Fine.\n</think>\n\n", "<response>\nHi\n</response>"]),
+        # Text that starts nothing, then a stem's prefix or a run and a lead-run delimiter's prefix.
+        ("ernie4_5", "User: hi\nAssistant:", ["Fine.\n</think", ">\n\n<", "response>\nHi\n</response>"]),
+        ("ernie4_5", "User: hi\nAssistant:", ["Fine.\n</think", ">\n\n<", "b>"]),
+        (
+            "qwen3",
+            "<think>\n",
+            ["hm</thi", "nk>Hi \n<tool", '_call>\n{"name": "f", "arguments": {}}</tool_call>'],
+        ),
+        ("qwen3", "<think>\n", ["hm</thi", "nk>Hi \n<|im", "_start|>"]),
+        (
+            "glm4_5",
+            "<|assistant|>",
+            ["<tool_call>f", "\n<", "arg_key>a</arg_key><arg_value>1</arg_value></tool_call>"],
+        ),
+        ("glm4_5", "<|assistant|>", ["<tool_call>f", "\n</tool", "_call>"]),
     ],
 )
 def test_edge_streams_agree_with_transformers(
@@ -173,6 +188,30 @@ def test_a_close_followed_by_what_starts_nothing_takes_no_general_step(
     events = parser.feed(chunk)
     assert events[0] == {"type": "region_close", "field": "reasoning_content", "value": "hm"}
     assert not calls and parser.feed_mode == mode and (held is None or parser._held == held)
+
+
+@pytest.mark.parametrize(
+    ("preset", "prefix", "chunks", "held"),
+    [
+        ("ernie4_5", "User: hi\nAssistant:", ["Fine.\n</think", ">\n\n<"], "<"),  # (discard: dropped)
+        ("glm4_5", "<|assistant|>", ["<tool_call>f", "ile\n<"], "<"),  # (plain: routed)
+        ("qwen3", "<think>\n", ["hm</thi", "nk>Hi \n<too"], " \n<too"),  # (lead: the run held too)
+    ],
+)
+def test_a_commit_followed_by_text_then_a_prefix_takes_no_general_step(
+    preset: str, prefix: str, chunks: list[str], held: str
+) -> None:
+    """After a commit, text that starts nothing and then a stem's proper prefix (or a run and a lead-run
+    delimiter's): `_settle_rest` routes the text and holds the rest, as the general way would."""
+    module = respc.load_preset(preset)
+    parser = module.ResponseParser(prefix)
+    for chunk in chunks[:-1]:
+        parser.feed(chunk)
+    calls = spy(parser, "_rest_hold", "_process")
+    parser.feed(chunks[-1])
+    assert not calls and parser.feed_mode == "held" and parser._held == held
+    general = _general_way(module.ResponseParser)
+    assert _trace(module.ResponseParser, prefix, chunks) == _trace(general, prefix, chunks)
 
 
 @pytest.mark.parametrize("target", SUPPORTED_TARGETS)

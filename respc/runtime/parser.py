@@ -92,6 +92,9 @@ _SETTLED_LENGTH, _SETTLED_LIMIT = 256, 64
 # The first feeds remembered per parser class (`_first_feed`): chunks up to this long (a token, a small
 # delta: not a whole message fed at once, which seldom recurs), this many.
 _FIRST_LENGTH, _FIRST_LIMIT = 32, 256
+# The general mode's passes (`_pass`) in this process: a first feed that took none is not kept. (Another
+# thread's pass in between only makes one such feed kept: a state kept is exact whatever it cost.)
+_PASSES = [0]
 # The attributes `_start` sets, in its order, which `_resume` sets in the same order.
 _SETTLED_ORDER = (
     *("_remainder", "_tools", "errors", "_buf", "_pos", "_output", "_finalized", "_run_pieces"),
@@ -146,9 +149,20 @@ class CompiledParser:
     LOOKBEHINDS: ClassVar[tuple[str, ...] | None] = None
     _LOOKBEHIND_TAILS: ClassVar[tuple[str, ...] | None] = None
 
+    # The first feeds this class remembers (`_first_feed`); None for a class that remembers none (a subclass
+    # of a generated class, which may change how a feed goes). `_UNFED`: `_finalized` of a parser created
+    # without a prompt's remainder, None where its first feed may be remembered (`_start`).
+    _first_fed: ClassVar[dict | None] = None
+    _UNFED: ClassVar[bool | None] = False
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         check_contract(cls)
+        states = cls.__dict__.get("STATES")
+        remembers = "CONTRACT" in cls.__dict__
+        cls._first_fed = {} if remembers else None
+        start = states.get(cls.IMPLICIT) if remembers and states else None
+        cls._UNFED = None if start is not None and start.guard is not None else False
         cls._WIDE = (cls.CONTEXT or 0) > 1 if "CONTEXT" in cls.__dict__ else cls._WIDE
         if "LOOKBEHINDS" in cls.__dict__:
             lookbehinds = cls.LOOKBEHINDS
@@ -238,9 +252,8 @@ class CompiledParser:
         self._buf = ""
         self._pos = 0
         self._output: dict[str, Any] = self.defaults()
-        # None until the first feed where that feed takes the general mode (`_first_feed`); True once
-        # finalized.
-        self._finalized: bool | None = None
+        # None until the first feed where that feed may be remembered (`_first_feed`); True once finalized.
+        self._finalized: bool | None = self._UNFED
         self._run_pieces: list[str] = []  # mode lead's newest pieces of a held run, not yet in _buf
         self._run_pieces_limit = _COALESCE
         self._held: str | None = None  # held text that is a proper prefix of a stem (mode held)
@@ -258,8 +271,15 @@ class CompiledParser:
             # never fed (a whole message, a request cancelled at once) would leave to the garbage
             # collector. The class's `feed` hands the first chunk to it and installs it (`_installed`).
             self._settle()
-            if self._mode != _GENERAL:
-                self._finalized = False  # (the first chunk takes a fast mode: nothing to remember)
+            # (Remembered where the first chunk takes the general mode in a state with a guard, whose pass
+            # the fast modes cannot spare; elsewhere it costs about what resuming would.)
+            self._finalized = (
+                None
+                if self._first_fed is not None
+                and self._mode == _GENERAL
+                and self.STATES[self._current].guard is not None
+                else False
+            )
             del self.feed
             if len(remainder) <= _SETTLED_LENGTH:
                 self._remember(remainder, keep_errors)
@@ -470,6 +490,8 @@ class CompiledParser:
         """Consume the next piece of model output; returns the events it caused."""
         if self._mode != _GENERAL:
             return self._installed(text)  # bound before a fast mode was installed (`map(parser.feed, ...)`)
+        if self._finalized is None:
+            return self._first_feed(text)
         return self._general(text)
 
     def feed_text(self, text: str) -> str | None:
@@ -566,8 +588,6 @@ class CompiledParser:
     def _general(self, text: str, may_skip: bool = True) -> list[dict]:
         """The general mode's work, in any state: a chunk a fast mode does not take comes here too (with
         `may_skip` False where `_starts_nothing` has said no of it: the pass's `_skips_scan` would too)."""
-        if self._finalized is None:
-            return self._first_feed(text)
         if text and self._pos == len(self._buf) and not self._run_pieces and not self._finalized:
             if (self._stems or self._patterns) and (held := self._hold_stem(text)) is not None:
                 return held
@@ -589,38 +609,40 @@ class CompiledParser:
         return self._pass(text, may_skip)
 
     def _first_feed(self, text: str) -> list[dict]:
-        """The first chunk of a parser whose prefix left the general mode (none: a reply's start, where a
-        guarded branch `^...` may match, or a prompt that opened nothing): the general mode's work, but a
-        chunk this class has seen first after the same remainder, in the same errors mode, gives the state
-        and events it gave then.
+        """The first chunk of a parser whose prefix left the general mode in a state with a guard (a reply's
+        start, where a guarded branch `^...` may match): the general mode's work, but a chunk this class
+        has seen first after the same remainder, in the same errors mode, gives the state and events it
+        gave then.
 
         Every reply of a server's model starts after the same remainder, and most with one of a few tokens
-        (`<think>`, `The`, `[`, `{"`): the general mode's pass cost 3-12 µs there, where a guard at the
-        start keeps the fast modes off. Like the prefix pass (`_remember`), the feed reads nothing but the
+        (`The`, `[`, `{"`): the general mode's pass cost 3-12 µs there, where the guard keeps the fast
+        modes off (ERNIE's `(?:^|<think>\\s*)`, Llama 4's `^(?=\\[)`). Like the prefix pass (`_remember`), the feed reads nothing but the
         state `_start` left, which the remainder and the errors mode decide, and the chunk (the tools only
         to type a call that closes, whose value is a dict, refused as `_remember` refuses it); a feed that
-        raises is not kept."""
+        raises is not kept, nor one that took no pass (a held prefix, mode pending's partial search),
+        which costs about what resuming does."""
         self._finalized = False
-        cls = type(self)
+        known = self._first_fed
         if (
-            type(text) is not str
+            known is None
+            or type(text) is not str
             or len(text) > _FIRST_LENGTH
-            or "CONTRACT" not in cls.__dict__  # (a subclass may keep more state: `_remember`)
             or len(self._remainder) > _SETTLED_LENGTH
         ):
             return self._general(text)
         key = (self._remainder, self.errors is not None, text)
-        known = cls.__dict__.get("_first_fed")
-        if known is not None:
-            state = known.get(key)
-            if state is not None:
-                self._resume(state[0], self._tools)
-                method = self._mode_method()
-                if method is not None:
-                    self.feed = method  # (installed, as the feed itself would have: no `_installed` next)
-                return [dict(event) for event in state[1]]
+        state = known.get(key)
+        if state is not None:
+            self._resume(state[0], self._tools)
+            method = self._mode_method()
+            if method is not None:
+                self.feed = method  # (installed, as the feed itself would have: no `_installed` next)
+            return [dict(event) for event in state[1]]
         initial = self._initial_events  # (before the feed: `initial_events` may be read in between)
+        passes = _PASSES[0]
         events = self._general(text)
+        if _PASSES[0] == passes:
+            return events  # (a held prefix, or mode pending: about as cheap as resuming)
         held = (
             self._output.values(),
             self._captures.values(),
@@ -632,9 +654,7 @@ class CompiledParser:
         )
         if any(type(item) not in _SCALARS for items in held for item in items):
             return events
-        if known is None:
-            known = cls._first_fed = {}
-        elif len(known) >= _FIRST_LIMIT:
+        if len(known) >= _FIRST_LIMIT:
             known.clear()  # (replies that start with ever new chunks: keep the memo small)
         values = [value.copy() if type(value) in (list, dict) else value for value in _SETTLED_VALUES(self)]
         values[1] = values[-1] = None  # `_tools` and `_initial_events`: each parser's own
@@ -1435,6 +1455,7 @@ class CompiledParser:
         commit that `_commit_held` has found takes `_take` instead.)"""
         if self._finalized:
             raise RuntimeError("ResponseParser already finalized")
+        _PASSES[0] += 1
         if self._run_pieces:
             self._rejoin_run()
         self._held = self._held_pattern = None

@@ -56,13 +56,16 @@ def test_a_remembered_first_feed_streams_as_transformers_does(name: str) -> None
                 assert_same(ours, theirs, module.TEMPLATE, f"{name}[{index}] {round_} {chunks[:3]!r}")
 
 
-@pytest.mark.parametrize("name", ["ernie4_5", "llama3_pythonic", "gemma3_pythonic", "llama4", "qwen3"])
-def test_a_parser_that_resumes_a_first_feed_is_the_one_the_feed_makes(name: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "case"),
+    [("ernie4_5", 0), ("llama3_pythonic", 0), ("gemma3_pythonic", 0), ("llama4", 0), ("llama3_json", 1)],
+)
+def test_a_parser_that_resumes_a_first_feed_is_the_one_the_feed_makes(name: str, case: int) -> None:
     """The same attributes in the same order and values as a parser that fed the chunk itself, each list
     and dict a copy of its own, the events too, and no pass run."""
     cls = respc.load_preset(name).ResponseParser
-    case = _cases(name)[0]
-    prefix, chunk = case["prefix"], case["text"][:4]
+    prefix, text = _cases(name)[case]["prefix"], _cases(name)[case]["text"]
+    chunk = text[:4]
     cls._first_fed = {}
     fed = cls(prefix)
     assert fed.finalized is False and fed._finalized is None  # (never fed: its first feed may be kept)
@@ -101,17 +104,30 @@ def test_changing_one_parser_changes_no_later_one() -> None:
 
 
 def test_first_feeds_are_kept_apart_by_remainder_and_errors_mode() -> None:
-    """The same chunk after another remainder, or in the other errors mode, is a feed of its own."""
-    module = respc.load_preset("smollm3")
+    """The same chunk after another remainder, or in the other errors mode, is a feed of its own; after a
+    remainder that opens a region (mode plain) there is nothing to keep."""
+    module = respc.load_preset("ernie4_5")
     cls = module.ResponseParser
     cls._first_fed = {}
-    chunks = ["a</t", "hink>b"]
-    for prefix in ("", "<think>", "<think>x"):
+    chunks = ["The", " answer</think>", "\n\n<response>\nok\n</response>"]
+    for prefix in ("", "User: hi\nAssistant:", "<think>"):
         for errors in ("strict", "keep", "strict"):
             ours = stream_trace(lambda p=prefix, e=errors: cls(p, errors=e), chunks)
             assert_same(ours, oracle_stream(module.TEMPLATE, prefix, chunks), module.TEMPLATE, prefix)
-    # ("", strict) and ("", keep): after "<think>" the first chunk takes mode plain, with nothing to keep.
-    assert len(cls.__dict__["_first_fed"]) == 2
+    # ("", strict) and ("", keep): both first prompts leave the remainder "".
+    assert set(cls.__dict__["_first_fed"]) == {("", False, "The"), ("", True, "The")}
+
+
+def test_only_a_first_feed_in_a_guarded_state_is_remembered() -> None:
+    """Where the first chunk's state has no guard, the fast modes or a held prefix answer it about as
+    cheaply as resuming would: nothing is kept, and the class's `feed` goes straight to the general
+    mode."""
+    cls = respc.load_preset("qwen3").ResponseParser
+    parser = cls("<|im_start|>assistant\n")
+    assert parser._finalized is False and cls._UNFED is False
+    parser.feed("Hi! ")
+    assert cls.__dict__["_first_fed"] == {}
+    assert respc.load_preset("llama4").ResponseParser._UNFED is None
 
 
 def test_a_first_feed_that_closes_a_region_with_a_container_or_raises_is_fed_every_time() -> None:
@@ -158,7 +174,7 @@ def test_long_chunks_and_subclasses_are_not_remembered() -> None:
 
     for _ in range(2):
         Sub("").feed("The ")
-    assert "_first_fed" not in Sub.__dict__
+    assert Sub.__dict__["_first_fed"] is None and Sub("")._first_fed is None
 
 
 def test_the_memo_stays_small() -> None:

@@ -633,7 +633,9 @@ class CompiledParser:
         key = (self._remainder, self.errors is not None, text)
         state = known.get(key)
         if state is not None:
+            initial = self._initial_events  # (its own: a caller may have read, even changed, them)
             self._resume(state[0], self._tools)
+            self._initial_events = initial
             method = self._mode_method()
             if method is not None:
                 self.feed = method  # (installed, as the feed itself would have: no `_installed` next)

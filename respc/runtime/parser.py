@@ -633,9 +633,10 @@ class CompiledParser:
         key = (self._remainder, self.errors is not None, text)
         state = known.get(key)
         if state is not None:
-            initial = self._initial_events  # (its own: a caller may have read, even changed, them)
+            # Its own initial events and `errors` list (as empty as the kept one's): a caller may hold them.
+            initial, errors = self._initial_events, self.errors
             self._resume(state[0], self._tools)
-            self._initial_events = initial
+            self._initial_events, self.errors = initial, errors
             method = self._mode_method()
             if method is not None:
                 self.feed = method  # (installed, as the feed itself would have: no `_installed` next)

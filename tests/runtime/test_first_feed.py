@@ -84,16 +84,17 @@ def test_a_parser_that_resumes_a_first_feed_is_the_one_the_feed_makes(name: str,
 
 
 def test_initial_events_read_or_changed_before_the_first_feed_stay_the_parsers_own() -> None:
-    """A caller that reads (or changes) `initial_events` before the first feed keeps that very list after a
-    remembered first feed, as after one fed the slow way (transformers keeps its attribute)."""
+    """A caller that reads (or changes) `initial_events`, or holds `errors`, before the first feed keeps
+    that very list after a remembered first feed, as after one fed the slow way (transformers keeps its
+    attribute)."""
     cls = respc.load_preset("llama4").ResponseParser
     chunks = ["Hi", " there"]
     for _ in range(2):
-        parser = cls("")
-        events = parser.initial_events
+        parser = cls("", errors="keep")
+        events, errors = parser.initial_events, parser.errors
         events.append({"type": "mine"})
         parser.feed(chunks[0])
-        assert parser.initial_events is events and events == [{"type": "mine"}]
+        assert parser.initial_events is events and events == [{"type": "mine"}] and parser.errors is errors
     assert _known(cls, parser, chunks[0])
 
 

@@ -637,11 +637,9 @@ class CompiledParser:
             initial, errors = self._initial_events, self.errors
             self._resume(state[0], self._tools)
             self._initial_events, self.errors = initial, errors
-            method = self._mode_method()
-            if method is not None:
-                self.feed = method  # (installed, as the feed itself would have: no `_installed` next)
+            # Installed as the pass installs it (replacing a `feed` the caller set), `_installed` spared.
+            self.feed = self._mode_method() or self._feed_general
             return [dict(event) for event in state[1]]
-        initial = self._initial_events  # (before the feed: `initial_events` may be read in between)
         passes = _PASSES[0]
         events = self._general(text)
         if _PASSES[0] == passes:
@@ -652,7 +650,6 @@ class CompiledParser:
             self._run_pieces,
             self._parts,
             self.errors or (),
-            *(event.values() for event in initial),
             *(event.values() for event in events),
         )
         if any(type(item) not in _SCALARS for items in held for item in items):
@@ -661,8 +658,7 @@ class CompiledParser:
             known.clear()  # (replies that start with ever new chunks: keep the memo small)
         values = [value.copy() if type(value) in (list, dict) else value for value in _SETTLED_VALUES(self)]
         values[1] = values[-1] = None  # `_tools` and `_initial_events`: each parser's own
-        settled = (tuple(values), tuple(dict(event) for event in initial))
-        known[key] = (settled, tuple(dict(event) for event in events))
+        known[key] = ((tuple(values), ()), tuple(dict(event) for event in events))
         return events
 
     # The general mode under the name `_settle` installs it by (an instance attribute named `feed` shadows

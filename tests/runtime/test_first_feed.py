@@ -98,6 +98,34 @@ def test_initial_events_read_or_changed_before_the_first_feed_stay_the_parsers_o
     assert _known(cls, parser, chunks[0])
 
 
+def test_initial_events_replaced_by_anything_do_not_change_the_first_feed() -> None:
+    """transformers' feed never reads `initial_events`: a caller that sets it to None, or puts a string in
+    it, gets the same events from the first feed, cold or remembered (the memo keeps none of them)."""
+    cls = respc.load_preset("ernie4_5").ResponseParser
+    expected = cls("").feed("The ")
+    for value in (None, ["not an event"], None):
+        cls._first_fed = {} if value is None else cls._first_fed
+        for _ in range(2):
+            parser = cls("")
+            parser.initial_events = value
+            assert parser.feed("The ") == expected and parser.initial_events == value
+
+
+def test_a_feed_the_caller_set_is_replaced_by_the_first_feed_either_way() -> None:
+    """Wherever the first feed is remembered or not, it installs the mode's method as `feed`, replacing one
+    the caller set on the instance (as a pass does)."""
+    cls = respc.load_preset("ernie4_5").ResponseParser
+    cls._first_fed = {}
+    for chunk in ("<", "The "):
+        for _ in range(2):
+            parser = cls("")
+            seen: list[str] = []
+            parser.feed = lambda text, p=parser, s=seen: s.append(text) or type(p).feed(p, text)  # type: ignore
+            parser.feed(chunk)
+            parser.feed("x")
+            assert seen == [chunk]
+
+
 def test_changing_one_parser_changes_no_later_one() -> None:
     """A resumed parser's events and output are changed by its caller and it streams on: a parser resumed
     after it still streams as transformers does."""

@@ -301,15 +301,8 @@ class CompiledParser:
         """
         if "CONTRACT" not in type(self).__dict__ and tuple(vars(self)) != _SETTLED_ORDER:
             return
-        held = (
-            self._output.values(),
-            self._captures.values(),
-            self._run_pieces,
-            self._parts,
-            self.errors or (),
-        )
-        held += tuple(event.values() for event in self._initial_events)
-        if any(type(item) not in _SCALARS for items in held for item in items):
+        values = self._snapshot(self._initial_events)
+        if values is None:
             return
         settled = type(self).__dict__.get("_settled")
         if settled is None:
@@ -317,10 +310,24 @@ class CompiledParser:
             type(self)._settled = settled
         elif len(settled) >= _SETTLED_LIMIT:
             settled.clear()  # prompts without a start anchor: each remainder is new; keep the memo small
+        settled[remainder, keep_errors] = (values, tuple(dict(event) for event in self._initial_events))
+
+    def _snapshot(self, events: list[dict]) -> tuple | None:
+        """The attributes `_resume` sets, in its order, each list and dict copied, but `_tools` and
+        `_initial_events` (each parser's own): when they and `events` hold only scalars; else None."""
+        held = (
+            self._output.values(),
+            self._captures.values(),
+            self._run_pieces,
+            self._parts,
+            self.errors or (),
+            *(event.values() for event in events),
+        )
+        if any(type(item) not in _SCALARS for items in held for item in items):
+            return None
         values = [value.copy() if type(value) in (list, dict) else value for value in _SETTLED_VALUES(self)]
-        values[1] = values[-1] = None  # `_tools` and `_initial_events`: each parser's own
-        events = tuple(dict(event) for event in self._initial_events)
-        settled[remainder, keep_errors] = (tuple(values), events)
+        values[1] = values[-1] = None
+        return tuple(values)
 
     def _resume(self, state: tuple[tuple, tuple[dict, ...]], tools: dict[str, dict]) -> None:
         """The state `_remember` kept, with fresh copies of its lists and dicts (callers may change them).
@@ -644,21 +651,12 @@ class CompiledParser:
         events = self._general(text)
         if _PASSES[0] == passes:
             return events  # (a held prefix, or mode pending: about as cheap as resuming)
-        held = (
-            self._output.values(),
-            self._captures.values(),
-            self._run_pieces,
-            self._parts,
-            self.errors or (),
-            *(event.values() for event in events),
-        )
-        if any(type(item) not in _SCALARS for items in held for item in items):
+        values = self._snapshot(events)
+        if values is None:
             return events
         if len(known) >= _FIRST_LIMIT:
             known.clear()  # (replies that start with ever new chunks: keep the memo small)
-        values = [value.copy() if type(value) in (list, dict) else value for value in _SETTLED_VALUES(self)]
-        values[1] = values[-1] = None  # `_tools` and `_initial_events`: each parser's own
-        known[key] = ((tuple(values), ()), tuple(dict(event) for event in events))
+        known[key] = ((values, ()), tuple(dict(event) for event in events))
         return events
 
     # The general mode under the name `_settle` installs it by (an instance attribute named `feed` shadows

@@ -66,6 +66,25 @@ def test_these_templates_hang_the_oracle(field: dict) -> None:
         stream_trace(lambda: ResponseParser(_hanging(field), ""), ["1@x</t><t>x\n"], deadline=0.5)
 
 
+def test_a_deadline_outlives_an_alarm_that_was_swallowed() -> None:
+    """The deadline's exception can land where Python drops it (a finalizer run by the hung loop's
+    allocations): the alarm comes again, so the call still stops."""
+    from support.oracles import OracleTimeout, run_calls
+
+    def hang_after_swallowing_one() -> None:
+        try:
+            while True:
+                pass
+        except BaseException:
+            pass  # (as a finalizer's exception is printed and dropped)
+        while True:
+            pass
+
+    with pytest.raises(OracleTimeout):
+        run_calls([hang_after_swallowing_one], 0.2)
+    assert run_calls([lambda: 1], 0.2) == [("ok", 1)]
+
+
 @pytest.mark.parametrize("field", HANGING)
 def test_templates_that_hang_the_oracle_are_refused(field: dict) -> None:
     """Quirk Q5: an explicit field whose open and close can both match empty loops forever upstream."""

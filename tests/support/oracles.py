@@ -93,7 +93,17 @@ def install(target: str) -> Path:
 # -- running calls with a deadline (shared by both oracles; the worker imports this module) -----------
 
 
+_TIMING = [False]  # whether a call of `run_calls` is under its deadline now
+
+
 def _alarm(signum: int, frame: Any) -> None:
+    if not _TIMING[0]:
+        return  # (an alarm that fired as the call returned)
+    # The exception can land inside a finalizer or a weakref callback that the hung loop's allocations set
+    # off (Ray's and pyarrow's objects, left by earlier tests), where Python prints and drops it: the alarm
+    # is set again, so that the next one stops the call (a one-shot alarm once left a hang running for
+    # good, growing by 1 GB a minute).
+    signal.setitimer(signal.ITIMER_REAL, 0.05)
     raise OracleTimeout()
 
 
@@ -104,6 +114,7 @@ def run_calls(calls: list, deadline: float | None) -> list:
     try:
         for call in calls:
             if deadline:
+                _TIMING[0] = True
                 signal.setitimer(signal.ITIMER_REAL, deadline)
             try:
                 out.append(("ok", call()))
@@ -113,6 +124,7 @@ def run_calls(calls: list, deadline: float | None) -> list:
                 out.append(("raise", type(error), str(error)))
             finally:
                 if deadline:
+                    _TIMING[0] = False
                     signal.setitimer(signal.ITIMER_REAL, 0)
     finally:
         if old is not None:

@@ -623,11 +623,11 @@ class CompiledParser:
 
         Every reply of a server's model starts after the same remainder, and most with one of a few tokens
         (`The`, `[`, `{"`): the general mode's pass cost 3-12 µs there, where the guard keeps the fast
-        modes off (ERNIE's `(?:^|<think>\\s*)`, Llama 4's `^(?=\\[)`). Like the prefix pass (`_remember`), the feed reads nothing but the
-        state `_start` left, which the remainder and the errors mode decide, and the chunk (the tools only
-        to type a call that closes, whose value is a dict, refused as `_remember` refuses it); a feed that
-        raises is not kept, nor one that took no pass (a held prefix, mode pending's partial search),
-        which costs about what resuming does."""
+        modes off (ERNIE's `(?:^|<think>\\s*)`, Llama 4's `^(?=\\[)`). Like the prefix pass (`_remember`),
+        the feed reads nothing but the state `_start` left, which the remainder and the errors mode decide,
+        and the chunk (the tools only to type a call that closes, whose value is a dict, refused as
+        `_remember` refuses it); a feed that raises is not kept, nor one that took no pass (a held prefix,
+        mode pending's partial search), which costs about what resuming does."""
         self._finalized = False
         known = self._first_fed
         if (
@@ -1263,8 +1263,9 @@ class CompiledParser:
         plain, lead or discard where no guarded branch can match. What is left is a proper prefix of a stem
         or a partial match known without a search (held), or holds no start character, so it is routed,
         but for a trailing run in mode lead (held), or starts nothing up to such a prefix or partial match
-        (routed up to it, the rest held); then the mode is installed as `_settle` decides. True when done; False, having done nothing, for
-        any other case. (A commit cost about ten Python calls; these were a third of them.)"""
+        (routed up to it, the rest held); then the mode is installed as `_settle` decides. True when done;
+        False, having done nothing, for any other case. (A commit cost about ten Python calls; these were a
+        third of them.)"""
         current = self._current
         state = self.STATES[current]
         mode = state.mode

@@ -89,6 +89,7 @@ class State:
         "guard",
         "mode",
         "patterns",
+        "regex_prefixes",
         "runs",
         "scan",
         "several",
@@ -154,6 +155,20 @@ class State:
         test = watched if watched is None or len(watched) == 1 else ""
         self.several = frozenset(watched) if test == "" else None
         self.entered = (scan, end_scan, test, run, dirty, stems, prefixes, patterns)
+        # The proper prefixes of the regex delimiters' stems that are no literal stem's (of this state's):
+        # held text that is one is that regex's partial match, which, once the text stops being a stem's
+        # prefix, its partial search settles (`CompiledParser._stem_pattern`); a set lookup spares that
+        # search for the others, which a pass settles anyway. (Per state: longcat's `</longcat_` is a
+        # prefix of the literal `</longcat_think>` only where that is watched.)
+        regex = {stem for pattern in patterns for stem in getattr(pattern, "stems", ())}
+        self.regex_prefixes = frozenset(
+            stem[:k] for stem in regex if len(stem) <= STEM_LIMIT for k in range(1, len(stem))
+        ) - frozenset(
+            stem[:k]
+            for stem in stems
+            if stem not in regex and len(stem) <= STEM_LIMIT
+            for k in range(1, len(stem))
+        )
 
 
 class Field:

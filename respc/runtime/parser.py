@@ -42,7 +42,7 @@ from __future__ import annotations
 from operator import attrgetter
 from types import MappingProxyType
 
-from respc.runtime.contract import STEM_LIMIT, check_contract
+from respc.runtime.contract import check_contract
 from respc.runtime.scan import (
     AfterHead,
     LazyRegex,
@@ -136,7 +136,6 @@ class CompiledParser:
     # Whether `parse_whole` feeds the text and finalizes, as the oracle's `parse_response` does, rather
     # than take one end-of-stream pass (the plan's choice, for patterns its analyses do not read).
     WHOLE_BY_STREAM: ClassVar[bool] = False
-    _REGEX_STEM_PREFIXES: ClassVar[frozenset[str]] = frozenset()  # set when the class is created
     # A literal start anchor's literals (None for a pattern, and in modules generated before it was added),
     # and the same when no literal's end can overlap another's start (`_last_anchor_end`), set when the
     # class is created.
@@ -170,21 +169,6 @@ class CompiledParser:
         if "START_ANCHOR" in cls.__dict__ or "START_ANCHOR_LITERALS" in cls.__dict__:
             literals = cls.__dict__.get("START_ANCHOR_LITERALS")  # (a subclass's anchor, not its parent's)
             cls._RFIND_ANCHORS = literals if literals is not None and _overlap_free(literals) else None
-        states = cls.__dict__.get("STATES")
-        if states:
-            # The proper prefixes of regex delimiters' stems that are no literal's: held text that is one
-            # is the regex's partial match, which, once the text stops being a stem's prefix, its partial
-            # search settles (`_stem_pattern`); a set lookup spares that search for the others, which a
-            # full pass settles anyway.
-            regex = {
-                stem for state in states.values() for p in state.patterns for stem in getattr(p, "stems", ())
-            }
-            literal = {stem for state in states.values() for stem in state.stems} - regex
-            # (Stems up to STEM_LIMIT characters, as `State` keeps them: `_stem_pattern` decides, this
-            # set only spares it the texts it would refuse.)
-            cls._REGEX_STEM_PREFIXES = frozenset(
-                stem[:k] for stem in regex if len(stem) <= STEM_LIMIT for k in range(1, len(stem))
-            ) - {stem[:k] for stem in literal if len(stem) <= STEM_LIMIT for k in range(1, len(stem))}
 
     @classmethod
     def warm_up(cls) -> None:
@@ -966,7 +950,7 @@ class CompiledParser:
                 self._held = grown
                 return []
             pattern = self._held_pattern
-            if pattern is None and held in self._REGEX_STEM_PREFIXES:
+            if pattern is None and held in self.STATES[self._current].regex_prefixes:
                 # Held as a stem's proper prefix, and no longer one. Most often nothing starts in the text
                 # any more (`</stept` then `ml:p`, where `</steptml:invoke>` is watched): it is routed,
                 # without the partial search and the tests of a commit there, which could find nothing.
@@ -1059,6 +1043,12 @@ class CompiledParser:
                     buf = self._buf + text
                     if pattern is None and self._patterns:
                         commit = self._commit_literal(buf, self._pos)
+                        if commit is None and (other := self._pending_here(buf, grown)) is not None:
+                            # A regex delimiter's match at the held text's start may still grow (complete
+                            # at the buffer's edge, quirk Q19: seed-oss's `<seed:eos>` as its reply ends):
+                            # the pass commits and routes nothing, and would hold the text by it.
+                            self._buf, self._held, self._held_pattern = buf, grown, other
+                            return []
                     elif not self._patterns and not self.UNORDERED:
                         # A state of literals alone: its scan is a `str.find` or two, and its commit, if it
                         # starts at the held text's start and is not empty, is the pass's first.
@@ -1153,6 +1143,12 @@ class CompiledParser:
             commit = self._commit_held(self._held_pattern, buf)
             if commit is not None:
                 return self._take(buf, commit)
+            if self._pend(buf, self._pos, held):
+                # Another one's partial search holds it now (MiniMax-M2's `\n</min` after `</invoke>`, of
+                # its content's close, no longer of the tool call's opener): the pass would still commit
+                # and route nothing, and `_settle` would pend on that one.
+                self._buf = buf
+                return []
         return self._pass(text) if self._mode == _PENDING else self._installed(text)
 
     def _commit_held(self, pattern: Any, buf: str) -> tuple | None:
@@ -1387,6 +1383,16 @@ class CompiledParser:
                 self.feed = self._feed_pending
                 return True
         return False
+
+    def _pending_here(self, buf: str, held: str) -> Any:
+        """The watched regex delimiter whose partial search holds `held` (the buffer from the scan position,
+        chunk added) from there, where no guarded branch can match: then the oracle's pass commits and
+        routes nothing (no match commits at or after a pending one), and `_settle` would hold the text by
+        that delimiter. None when none does, or where a guard may match (mode pending's case)."""
+        pos = self._pos
+        if self.STATES[self._current].guard is not None and not self._unguarded(buf, pos):
+            return None
+        return self._held_by(buf, pos, held)
 
     def _held_by(self, buf: str, pos: int, rest: str, skip: Any = None) -> Any:
         """The pattern mode held keeps `rest` (the buffer from `pos`) by: the first watched regex delimiter

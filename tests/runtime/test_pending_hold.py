@@ -1,0 +1,92 @@
+"""Held text that a chunk turns into a pending match of a regex delimiter stays held without a pass (issue
+#31): the oracle's pass commits nothing at or after a pending match (a partial one, or a complete one at
+the buffer's edge, which may still grow: quirk Q19) and routes nothing from it, so a pending match at the
+scan position makes the pass a no-op.
+
+- Held as a regex stem's proper prefix in a state where it is no literal's (`State.regex_prefixes`, per
+  state): longcat's `</longcat_` is a prefix of the literal `</longcat_think>` only inside reasoning.
+- Held as a stem's prefix that a chunk completes, where another delimiter's literal stem shares it
+  (`_pending_here`): seed-oss's `<seed:` then `eos>`.
+- In mode pending, held by one delimiter's partial match and then by another's (`_feed_pending`):
+  MiniMax-M2's `\\n<` after `</invoke>`, then `/min`.
+
+Each is checked to take no pass, then streamed on against transformers; the stems and prose around them
+are streamed under random chunkings too.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support.compare import SUPPORTED_TARGETS, assert_same, oracle_stream, respc_stream, spy
+
+import respc
+
+CASES = [
+    ("longcat", "ASSISTANT:", ["Done.</longcat", "_s>"], "</longcat_s>", "held"),
+    ("longcat", "ASSISTANT:", ["Done.\n</longcat_", "s>"], "\n</longcat_s>", "held"),
+    ("seed_oss", "<seed:bos>assistant\n", ["Done.<seed:", "eos>"], "<seed:eos>", "held"),
+    ("seed_oss", "<seed:bos>assistant\n", ["Done. <seed", ":eos>"], " <seed:eos>", "held"),
+    (
+        "minimax_m2",
+        "]~b]ai\n",
+        ['<minimax:tool_call>\n<invoke name="f">', "</invoke>\n<", "/min"],
+        "\n</min",
+        "pending",
+    ),
+]
+TAILS = ([], [" more"], ["x"], ["\n"], ["imax:tool_call>"], ["<|im"], ["</longcat_s>"], ["<seed:eos>"])
+
+
+@pytest.mark.parametrize("target", SUPPORTED_TARGETS)
+@pytest.mark.parametrize(("preset", "prefix", "chunks", "held", "mode"), CASES)
+def test_a_chunk_that_leaves_a_pending_match_takes_no_pass(
+    preset: str, prefix: str, chunks: list[str], held: str, mode: str, target: str
+) -> None:
+    module = respc.load_preset(preset, target=target)
+    parser = module.ResponseParser(prefix)
+    for chunk in chunks[:-1]:
+        parser.feed(chunk)
+    calls = spy(parser, "_pass", "_process", "_commit_literal")
+    assert parser.feed(chunks[-1]) == []
+    assert parser.feed_mode == mode and parser._held == held
+    assert "_pass" not in calls and "_process" not in calls
+    if preset == "longcat":
+        # (A regex stem's prefix in this state: its pattern's partial search settles it, `_stem_pattern`.)
+        assert not calls
+    for tail in TAILS:
+        stream = [*chunks, *tail]
+        assert_same(
+            respc_stream(module.TEMPLATE, prefix, stream, target=target),
+            oracle_stream(module.TEMPLATE, prefix, stream, target=target),
+            module.TEMPLATE,
+            repr(stream),
+        )
+
+
+PIECES = {
+    "longcat": ["</longcat_s>", "</longcat_think>", "<longcat_think>", "<longcat_tool_call>", "</longcat_"],
+    "seed_oss": ["<seed:eos>", "<seed:think>", "</seed:think>", "<seed:tool_call>", "<seed:", "<function=f>"],
+    "minimax_m2": ["</invoke>", '<invoke name="f">', "<minimax:tool_call>", "</minimax:tool_call>", "[e~["],
+}
+PREFIX = {"longcat": "ASSISTANT:", "seed_oss": "<seed:bos>assistant\n", "minimax_m2": "]~b]ai\n"}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    preset=st.sampled_from(sorted(PIECES)),
+    data=st.data(),
+)
+def test_streams_of_stems_and_prose_agree_with_transformers(preset: str, data: st.DataObject) -> None:
+    pieces = PIECES[preset] + ["ok", "\n", " ", "x.", '{"a": 1}', "<"]
+    text = "".join(data.draw(st.lists(st.sampled_from(pieces), min_size=1, max_size=10)))
+    cuts = sorted(data.draw(st.sets(st.integers(1, max(1, len(text) - 1)), max_size=8)))
+    chunks = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)]) if a < b]
+    module = respc.load_preset(preset)
+    assert_same(
+        respc_stream(module.TEMPLATE, PREFIX[preset], chunks),
+        oracle_stream(module.TEMPLATE, PREFIX[preset], chunks),
+        module.TEMPLATE,
+        repr(chunks),
+    )

@@ -21,9 +21,10 @@ can without a pass, exactly as the pass would, and hands every other chunk to th
 | lead | the state's mode (as plain, with delimiters that start with a run of one class, `\\s*<x>`); the region is open; nothing held but a run | starts nothing: routed up to its trailing run, which is held (a chunk that is all run is set aside, not copied); ends in a stem's proper prefix, perhaps after a run: held from there as plain holds it, or from the run where a lead-run delimiter's partial match holds it |
 | discard | the state's mode (outside every region of a template without implicit field); nothing held | holds no start character: dropped |
 | bare | the state's mode (the region watches no delimiter); the region is open | any text: routed |
+| opening | the state's mode is plain or lead, but the implicit region is not open yet (a reply's start, after `</think>`); nothing held | holds no start character (in mode lead, not all run): the region opens and that mode routes the chunk and is installed |
 | held | the held text is a proper prefix of a stem, or a partial match of a known regex delimiter | keeps it one: the buffer grows |
 | pending | where a guarded branch may match, the partial search of a regex delimiter found a partial match at the scan position | keeps it one (that partial search again): the buffer grows |
-| general | otherwise (after construction, unless the prompt's pass settled a fast mode; an error, `finalize`) | every chunk: a chunk that ends in a stem's proper prefix after text with no start character is held without a scan (`_hold_stem`); a chunk in which nothing can start is routed without a scan (`_skips_scan`); any other takes the oracle's pass (`_process`) |
+| general | otherwise (after construction, unless the prompt's pass settled a fast mode, or without a prompt's remainder the implicit state names one, `_FIRST_MODE`; an error, `finalize`) | every chunk: a chunk that ends in a stem's proper prefix after text with no start character is held without a scan (`_hold_stem`); a chunk in which nothing can start is routed without a scan (`_skips_scan`); any other takes the oracle's pass (`_process`) |
 
 Within a pass, the state entered after a commit is not scanned when what is left starts nothing
 (`_rest_hold`; its commonest answers, with the routing and the next mode, in one method: `_settle_rest`).
@@ -85,7 +86,7 @@ _SIZED = (list, dict, str)  # values the oracle drops from the message when empt
 # one, since a caller may hold a bound `feed` across feeds (`f = parser.feed`, `map(parser.feed, chunks)`).
 # Compared with `==`, not `is`: an unpickled parser's `_mode` is an equal string, not the same object.
 _GENERAL, _PLAIN, _LEAD, _DISCARD, _BARE, _HELD = "general", "plain", "lead", "discard", "bare", "held"
-_PENDING = "pending"
+_PENDING, _OPENING = "pending", "opening"
 
 # The prefix passes remembered per parser class (`_remember`): remainders up to this long, this many.
 _SETTLED_LENGTH, _SETTLED_LIMIT = 256, 64
@@ -153,6 +154,9 @@ class CompiledParser:
     # without a prompt's remainder, None where its first feed may be remembered (`_start`).
     _first_fed: ClassVar[dict | None] = None
     _UNFED: ClassVar[bool | None] = False
+    # The mode of a parser created without a prompt's remainder: opening where its implicit state allows
+    # (`_opens`: the first chunk of most replies is routed without the general mode), else general.
+    _FIRST_MODE: ClassVar[str] = "general"
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -163,6 +167,19 @@ class CompiledParser:
         start = states.get(cls.IMPLICIT) if remembers and states else None
         cls._UNFED = None if start is not None and start.guard is not None else False
         cls._WIDE = (cls.CONTEXT or 0) > 1 if "CONTEXT" in cls.__dict__ else cls._WIDE
+        if states:
+            first = states.get(cls.IMPLICIT)
+            # (Not mode discard, outside every region: there a reply starts with a delimiter, `<|START_RESPONSE|>`,
+            # whose prefix the general mode holds at once, where mode discard would ask `_starts_nothing` first.)
+            opens = (
+                first is not None
+                and cls.IMPLICIT is not None
+                and first.mode in ("plain", "lead")
+                and first.guard is None
+                and first.entered[2] is not None  # (the fast modes' start-character test, `_start_char`)
+                and not (cls._WIDE and first.wide is not False)
+            )
+            cls._FIRST_MODE = _OPENING if opens else _GENERAL
         if "LOOKBEHINDS" in cls.__dict__:
             lookbehinds = cls.LOOKBEHINDS
             cls._LOOKBEHIND_TAILS = None if lookbehinds is None else tuple(text[1:] for text in lookbehinds)
@@ -242,7 +259,7 @@ class CompiledParser:
         self._run_pieces_limit = _COALESCE
         self._held: str | None = None  # held text that is a proper prefix of a stem (mode held)
         self._held_pattern: Any = None  # or the regex delimiter it is a partial match of
-        self._mode = _GENERAL  # the mode installed as `feed` (see `_settle`)
+        self._mode = _GENERAL if remainder else self._FIRST_MODE  # the mode installed as `feed` (`_settle`)
         self._reset()
         self._initial_events: list[dict] | tuple[dict, ...] = []  # (read as `initial_events`)
         if remainder:
@@ -480,6 +497,10 @@ class CompiledParser:
     def feed(self, text: str) -> list[dict]:
         """Consume the next piece of model output; returns the events it caused."""
         if self._mode != _GENERAL:
+            if self._mode == _OPENING:
+                return self._feed_opening(
+                    text
+                )  # (which installs the next feed's mode, whichever way it goes)
             return self._installed(text)  # bound before a fast mode was installed (`map(parser.feed, ...)`)
         if self._finalized is None:
             return self._first_feed(text)
@@ -574,6 +595,8 @@ class CompiledParser:
             return self._feed_pending
         if mode == _BARE:
             return self._feed_bare
+        if mode == _OPENING:
+            return self._feed_opening
         return None
 
     def _general(self, text: str, may_skip: bool = True) -> list[dict]:
@@ -826,6 +849,47 @@ class CompiledParser:
                 self._pos = len(text)
             return []
         return self._general(text) if self._mode == _DISCARD else self._installed(text)
+
+    def _opens(self, state: Any) -> bool:
+        """Whether mode opening can take the next chunk in `state` (of mode plain or lead, where no guarded
+        branch can match, nothing held): the implicit region, not open yet (a reply's start, the text
+        after `</think>`), with one start character to test for and the chunk as all the context kept."""
+        return (
+            not self._opened
+            and self._current is not None
+            and self._start_char is not None
+            and not (self._WIDE and state.wide is not False)
+        )
+
+    def _feed_opening(self, text: str) -> list[dict]:
+        """Mode opening: the state's mode (plain or lead) but for the implicit region, which is not open
+        yet (`_opens`). A chunk those modes route whole (it holds no start character, and in mode lead
+        does not end with a run, which would be held) opens the region as `_route` would and is routed by
+        that mode, installed from now on; any other goes the general way (the pass opens the region
+        where it routes text). The first chunk of most replies: a fifth of a short reply's stream went to
+        the general mode's tests and pass for it."""
+        if self._mode != _OPENING:
+            return self._installed(text)
+        if text and type(text) is str:
+            start = self._start_char
+            if start not in text or (not start and self.STATES[self._current].several.isdisjoint(text)):
+                if self.STATES[self._current].mode == "lead":
+                    run = self._run
+                    cut = len(text)
+                    while cut and text[cut - 1] in run:
+                        cut -= 1
+                    if not cut:
+                        return self._general(text)  # (all run: held, and the region stays unopened)
+                    self._mode = _LEAD
+                    self.feed = feed = self._feed_lead
+                else:
+                    self._mode = _PLAIN
+                    self.feed = feed = self._plain_mode()
+                self._opened = True
+                events = feed(text)
+                events.insert(0, {"type": "region_open", "field": self._current})
+                return events
+        return self._general(text)
 
     def _feed_bare(self, text: str) -> list[dict]:
         """Mode bare: the region watches no delimiter, so it runs to the end of the stream and every chunk
@@ -1343,8 +1407,12 @@ class CompiledParser:
                 self._mode = _DISCARD
                 self.feed = self._feed_wide if wide else self._feed_discard
             elif not self._opened:
-                self._mode = _GENERAL
-                self.feed = self._feed_general
+                if self._opens(state):
+                    self._mode = _OPENING
+                    self.feed = self._feed_opening
+                else:
+                    self._mode = _GENERAL
+                    self.feed = self._feed_general
             elif mode == "plain":
                 self._mode = _PLAIN
                 self.feed = (
@@ -1515,11 +1583,19 @@ class CompiledParser:
                 self._mode = _PLAIN
                 self.feed = self._plain_mode()
                 return
+            if at_rest and self._opens(state):
+                self._mode = _OPENING
+                self.feed = self._feed_opening
+                return
         elif mode == "lead":
             # (Not while a partial match is held: the lead mode would only hand it on.)
             if self._opened and (at_rest or _first_of(buf, state.start_char, pos) < 0):
                 self._mode = _LEAD
                 self.feed = self._feed_wide if self._WIDE and state.wide is not False else self._feed_lead
+                return
+            if at_rest and self._opens(state):
+                self._mode = _OPENING
+                self.feed = self._feed_opening
                 return
         elif mode == "discard":
             if at_rest:
@@ -1539,8 +1615,8 @@ class CompiledParser:
 
     @property
     def feed_mode(self) -> str:
-        """How the next `feed` is handled: "plain", "lead", "discard", "bare", "held", "pending" (the fast
-        modes) or "general" (a pass); see the module docstring. For tests and the curious."""
+        """How the next `feed` is handled: "plain", "lead", "discard", "bare", "opening", "held", "pending"
+        (the fast modes) or "general" (a pass); see the module docstring. For tests and the curious."""
         return self._mode
 
     def _known_hold(self, held: str) -> Any:

@@ -67,10 +67,10 @@ def test_a_qwen_stream_takes_lead_held_and_plain() -> None:
     ]
     chunks += ["1</parameter>", "\n</function>\n</tool_call>", "ok", "<|im_end|>"]
     assert _modes(template, chunks) == [
-        ("general", "<think>"),
+        ("opening", "<think>"),  # holds '<': the general mode's pass commits the open
         ("plain", "a b"),  # in the reasoning region
         ("plain", "</think>"),  # holds '<': the general mode's pass commits the close
-        ("general", "Sure"),  # the implicit region opens on its first text
+        ("opening", "Sure"),  # the implicit region opens on its first text, routed as mode lead routes it
         ("lead", ". "),  # routed up to the trailing space, which is held
         ("lead", "\n"),  # all run: set aside
         ("lead", "<tool"),  # a run then a proper prefix of '<tool_call>': held

@@ -88,6 +88,9 @@ _SIZED = (list, dict, str)  # values the oracle drops from the message when empt
 _GENERAL, _PLAIN, _LEAD, _DISCARD, _BARE, _HELD = "general", "plain", "lead", "discard", "bare", "held"
 _PENDING, _OPENING = "pending", "opening"
 
+# `_commit_literal`'s answer when no watched delimiter matches or partially matches at the position.
+_NOTHING = ()
+
 # The prefix passes remembered per parser class (`_remember`): remainders up to this long, this many.
 _SETTLED_LENGTH, _SETTLED_LIMIT = 256, 64
 # The first feeds remembered per parser class (`_first_feed`): chunks up to this long (a token, a small
@@ -1105,9 +1108,22 @@ class CompiledParser:
                     # A starter is there (`_skips_scan` would say no): a commit at the held text's start,
                     # when one is found without the pass, is the pass's first (`_take`).
                     buf = self._buf + text
-                    if pattern is None and self._patterns:
+                    if self._patterns:
                         commit = self._commit_literal(buf, self._pos)
-                        if commit is None and (other := self._pending_here(buf, grown)) is not None:
+                        if commit is _NOTHING:
+                            # No watched delimiter matches or partially matches at the held text's start:
+                            # a false alarm (gemma3's `\n\n[1]` beside `(?:^|\n\n)(?=\[[A-Za-z_])`,
+                            # phi4-mini's ` functools.lr`). Where nothing starts after it either, the pass
+                            # routes it all, as `_release_held` does.
+                            routed = self._release_held(grown, 1)
+                            if routed is not None:
+                                return routed
+                            commit = None
+                        elif (
+                            commit is None
+                            and pattern is None
+                            and (other := self._pending_here(buf, grown)) is not None
+                        ):
                             # A regex delimiter's match at the held text's start may still grow (complete
                             # at the buffer's edge, quirk Q19: seed-oss's `<seed:eos>` as its reply ends):
                             # the pass commits and routes nothing, and would hold the text by it.
@@ -1129,7 +1145,7 @@ class CompiledParser:
                 return routed
         return self._pass(text) if self._mode == _HELD else self._installed(text)
 
-    def _release_held(self, grown: str) -> list[dict] | None:
+    def _release_held(self, grown: str, known: int = 0) -> list[dict] | None:
         """Mode held's chunk when the held text and it start nothing (`<` then `para`, in a tool call's
         body; phi4-mini's `f` then `or t`, beside `functools[`): the pass would route them, but for a
         trailing run in mode lead's states (which a lead-run delimiter may start), and settle the state's
@@ -1138,13 +1154,15 @@ class CompiledParser:
         something. (The buffer keeps them all as context: at least `CONTEXT`, but for a wide guard's, which
         keeps that many characters before them too.) In a state with a guard, a guard character in them
         starts something (`_starts_nothing`), and one just before them or the buffer's start may guard
-        them (`_unguarded`): the pass's then (MiniMax-M2's content, beside `(?<=</invoke>)`)."""
+        them (`_unguarded`): the pass's then (MiniMax-M2's content, beside `(?<=</invoke>)`). `known`: 1
+        when the caller has found that nothing matches or partially matches at their first character
+        (`_commit_literal`'s `_NOTHING`), so that only the text after it is asked."""
         state = self.STATES[self._current]
         mode = state.mode
         if (
             (mode == "plain" or mode == "lead")
             and self._current is not None
-            and self._starts_nothing(grown)
+            and self._starts_nothing(grown[known:] if known else grown)
             and (state.guard is None or self._unguarded(self._buf, self._pos))
         ):
             routed = grown
@@ -1251,7 +1269,7 @@ class CompiledParser:
                 return None
         return found
 
-    def _commit_literal(self, buf: str, pos: int) -> tuple | None:
+    def _commit_literal(self, buf: str, pos: int) -> tuple | None:  # (or `_NOTHING`)
         """The commit of the oracle's next pass over `buf` (the buffer, chunk added) when the held text, a
         proper prefix of a stem, has grown into a watched literal's complete match at the scan position
         and no other watched delimiter (`State.watch`) has a match or a partial match starting there; else
@@ -1260,7 +1278,8 @@ class CompiledParser:
         end of a list of which one literal extends another may still grow, whichever literal it is
         (`scan_literals`' `can_extend`, the watch's last item for a list), and is left to the pass.
         (ERNIE's `</think>` and `<response>` beside its regex opener: one `startswith` each, instead of
-        the state's scan, whose regex searches cost a third of the feed.)"""
+        the state's scan, whose regex searches cost a third of the feed.) `_NOTHING` when no watched
+        delimiter matches or partially matches there at all."""
         state = self.STATES[self._current]
         watch = state.watch
         if not watch or self.UNORDERED:
@@ -1279,7 +1298,7 @@ class CompiledParser:
                         return None
             elif not (unguarded and stems_rule_out(delimiter, buf, pos)) and starts_at(delimiter, buf, pos):
                 return None
-        return found
+        return _NOTHING if found is None else found
 
     def _take(self, buf: str, commit: tuple) -> list[dict]:
         """`_pass(text, False)` for a commit found without it (`_commit_held`, `_commit_literal`, a state of

@@ -1,0 +1,91 @@
+"""A held stem's prefix that a chunk completes into a stem, where no watched delimiter matches or partially
+matches at the held text's start after all (`_commit_literal` answers `_NOTHING`) and nothing starts in
+the text after it: the pass would route it all, and mode held routes it itself (`_release_held`), without
+the pass (issue #31). Gemma 3's `\\n\\n` beside `(?:^|\\n\\n)(?=\\[[A-Za-z_])`, followed by `[1]`, not a call.
+Where something may start after it (phi4-mini's ` functools.lr`, whose `functools` may begin a call), the
+pass still runs. Each case is checked against transformers, with what comes after it.
+"""
+
+from __future__ import annotations
+
+import pytest
+from support.compare import SUPPORTED_TARGETS, assert_same, oracle_stream, respc_stream, spy
+
+import respc
+
+ROUTED = [
+    ("gemma3_pythonic", "<start_of_turn>model\n", ["Paris.\n", "\n[1]"], "\n\n[1]"),
+    ("gemma3_pythonic", "<start_of_turn>model\n", ["Paris.\n", "\n[", "1] x"], "\n\n[1] x"),
+    ("gemma3_pythonic", "<start_of_turn>model\n", ["a\n", "\n", "[ ok"], "\n\n[ ok"),
+]
+TAILS = ([], [" more"], ["\n\n[f(x=1)]"], ["<end_of_turn>"], ["<eos>"], ["\n"])
+
+
+@pytest.mark.parametrize("target", SUPPORTED_TARGETS)
+@pytest.mark.parametrize(("preset", "prefix", "chunks", "routed"), ROUTED)
+def test_a_false_alarm_is_routed_without_a_pass(
+    preset: str, prefix: str, chunks: list[str], routed: str, target: str
+) -> None:
+    try:
+        module = respc.load_preset(preset, target=target)
+    except respc.registry.TargetTooOld:
+        pytest.skip(f"{preset} needs a newer target")
+    parser = module.ResponseParser(prefix)
+    for chunk in chunks[:-1]:
+        parser.feed(chunk)
+    assert parser.feed_mode == "held"
+    calls = spy(parser, "_pass", "_process")
+    events = parser.feed(chunks[-1])
+    assert not calls
+    assert [event.get("text") for event in events if event["type"] == "region_chunk"] == [routed]
+    for tail in TAILS:
+        stream = [*chunks, *tail]
+        assert_same(
+            respc_stream(module.TEMPLATE, prefix, stream, target=target),
+            oracle_stream(module.TEMPLATE, prefix, stream, target=target),
+            module.TEMPLATE,
+            repr(stream),
+        )
+
+
+@pytest.mark.parametrize("target", SUPPORTED_TARGETS)
+def test_a_stem_after_the_false_alarm_leaves_it_to_the_pass(target: str) -> None:
+    """phi4-mini's ` functool` held, then `s.lr`: `functools` may start a call after the held text's
+    start (its lookahead decides), so the pass runs; and a call that does follow is found."""
+    module = respc.load_preset("phi4_mini", target=target)
+    prefix = "<|assistant|>"
+    parser = module.ResponseParser(prefix)
+    parser.feed("Use functool")
+    calls = spy(parser, "_pass")
+    parser.feed("s.lr")
+    assert calls == ["_pass"]
+    for chunks in (
+        ["Use functool", "s.lr", "u_cache.<|end|>"],
+        ["Use functool", "s functools", '[{"name": "f", "arguments": {}}]<|end|>'],
+        ["x", " functools", '[{"name": "f", "arguments": {}}]<|end|>'],
+    ):
+        assert_same(
+            respc_stream(module.TEMPLATE, prefix, chunks, target=target),
+            oracle_stream(module.TEMPLATE, prefix, chunks, target=target),
+            module.TEMPLATE,
+            repr(chunks),
+        )
+
+
+def test_a_call_right_after_the_held_texts_start_is_left_to_the_pass() -> None:
+    """Gemma 3's `a\\n` held, then `\\n\\n[f(x=1)]`: nothing matches at the held `\\n`, but the call's
+    `\\n\\n[` starts one character later, so the pass runs and commits it."""
+    module = respc.load_preset("gemma3_pythonic")
+    prefix = "<start_of_turn>model\n"
+    parser = module.ResponseParser(prefix)
+    parser.feed("a\n")
+    calls = spy(parser, "_pass")
+    parser.feed("\n\n[f(x=1)]")
+    assert calls == ["_pass"]
+    chunks = ["a\n", "\n\n[f(x=1)]", "<end_of_turn>"]
+    assert_same(
+        respc_stream(module.TEMPLATE, prefix, chunks),
+        oracle_stream(module.TEMPLATE, prefix, chunks),
+        module.TEMPLATE,
+        repr(chunks),
+    )

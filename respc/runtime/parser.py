@@ -1129,6 +1129,17 @@ class CompiledParser:
                             # the pass commits and routes nothing, and would hold the text by it.
                             self._buf, self._held, self._held_pattern = buf, grown, other
                             return []
+                        if commit is None:
+                            # Or a regex delimiter's complete match there, final, and nothing else starting
+                            # there (hunyuan's `\n助手：`, closing its content, where `\n` was held by
+                            # `\s*<tool_calls>`): `_commit_held` finds it for any watched pattern.
+                            skip = pattern.whole if type(pattern) is AfterHead else pattern
+                            for other in self._patterns:
+                                if (
+                                    other is not skip
+                                    and (commit := self._commit_held(other, buf)) is not None
+                                ):
+                                    break
                     elif not self._patterns and not self.UNORDERED:
                         # A state of literals alone: its scan is a `str.find` or two, and its commit, if it
                         # starts at the held text's start and is not empty, is the pass's first.

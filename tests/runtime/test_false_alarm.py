@@ -3,7 +3,10 @@ matches at the held text's start after all (`_commit_literal` answers `_NOTHING`
 the text after it: the pass would route it all, and mode held routes it itself (`_release_held`), without
 the pass (issue #31). Gemma 3's `\\n\\n` beside `(?:^|\\n\\n)(?=\\[[A-Za-z_])`, followed by `[1]`, not a call.
 Where something may start after it (phi4-mini's ` functools.lr`, whose `functools` may begin a call), the
-pass still runs. Each case is checked against transformers, with what comes after it.
+pass still runs. And where the held text has grown into another watched regex delimiter's complete match,
+final, with nothing else starting there (hunyuan's `\\n助手：`, held as `\\s*<tool_calls>`'s run), that match
+is committed without the pass (`_commit_held` of that delimiter). Each case is checked against
+transformers, with what comes after it.
 """
 
 from __future__ import annotations
@@ -89,3 +92,35 @@ def test_a_call_right_after_the_held_texts_start_is_left_to_the_pass() -> None:
         module.TEMPLATE,
         repr(chunks),
     )
+
+
+@pytest.mark.parametrize("target", SUPPORTED_TARGETS)
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        ["<think>\nok\n</think>", "\n<answer>\n", "助手：北京"],  # (`\n` held by `\s*<tool_calls>`'s run)
+        ["<think>\nok\n</think>", "\n<answer>\n", "助手", "：北京"],
+    ],
+)
+def test_another_regex_delimiters_final_match_at_the_held_texts_start_commits_without_a_pass(
+    chunks: list[str], target: str
+) -> None:
+    """Hunyuan's content closes on `\\s*(?:<answer>|...|助手：)`: a run held as `\\s*<tool_calls>`'s, then
+    `助手：` and more, is that close's complete match, final, with nothing else starting there; it is
+    committed (`_commit_held` of that pattern) without the pass."""
+    module = respc.load_preset("hunyuan", target=target)
+    prefix = "<|extra_0|>"
+    parser = module.ResponseParser(prefix)
+    for chunk in chunks[:-1]:
+        parser.feed(chunk)
+    calls = spy(parser, "_pass", "_process")
+    parser.feed(chunks[-1])
+    assert not calls
+    for tail in ([], ["<|eos|>"], ["\n助手：y"]):
+        stream = [*chunks, *tail]
+        assert_same(
+            respc_stream(module.TEMPLATE, prefix, stream, target=target),
+            oracle_stream(module.TEMPLATE, prefix, stream, target=target),
+            module.TEMPLATE,
+            repr(stream),
+        )

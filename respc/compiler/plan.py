@@ -155,6 +155,26 @@ class Delimiter:
         return _outermost(self.starters)
 
     @property
+    def unguarded_facts(self) -> tuple[tuple[str, ...], str | None]:
+        """`(stems, lead)` a pattern with guarded branches declares (`LazyRegex(stems=..., lead=...)`, the
+        lead as the name of the runtime's constant for its run class, or None): its
+        unguarded branches' (`view`), so that held text that is a run and then a proper prefix of one is
+        taken as its partial match (`lead_holds`, `_stem_pattern`) as for any lead-run pattern; `((),
+        None)` when there are none. The runtime asks those facts only where no guarded branch can match
+        at the held text's start (`_unguarded`); inside such a text none can either, as long as no
+        character of the run or of a stem's proper prefix is a guard character (MiniMax-M2's `>`, beside
+        `\\s*<minimax:tool_call>`), which is required here. Stems leave guarded branches out wherever they
+        are asked (`stems_rule_out` only where none can match)."""
+        view = self.view
+        if self.guard is None or view is None or view.guard is not None or not view.stems:
+            return (), None
+        run = RUN_CLASSES[view.lead][1] if view.lead is not None else frozenset()
+        characters = set(run).union(*(stem[:-1] for stem in view.stems))
+        if characters & set(self.guard):
+            return (), None
+        return view.stems, None if view.lead is None else RUN_CLASSES[view.lead][0]
+
+    @property
     def starters(self) -> tuple[str, ...]:
         """Texts one of which every match (of the part after the lead run) starts with: a literal list's
         members, a regex's literal strings or its literal prefix (no lookbehind: a match then depends
@@ -863,6 +883,12 @@ class ParserPlan:
                 scan.add("first_start")
         scan |= {
             d.run_const for d in self.delimiters if d.method == "lead" and d.const in self.used_delimiters
+        }
+        scan |= {
+            run
+            for d in self.delimiters
+            if d.method == "pattern" and d.const in self.used_delimiters
+            if (run := d.unguarded_facts[1]) is not None
         }
         if any(d.method == "lead" for d in self.delimiters if d.const in self.stream_prefixed):
             scan.add("lead_reaches")

@@ -43,7 +43,9 @@ TRANSFORMERS_TARGET = "5.24"
 
 # Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL (compiled
 # on first use: importing `regex` costs more than the rest of this module).
-REASONING_CONTENT_OPEN_RE = LazyRegex(r"(?:^|<think>\s*)", memo=True, context=1)
+# Held text that is a proper prefix of a stem of its unguarded branches is its partial
+# match, where no guarded branch can match (the runtime checks).
+REASONING_CONTENT_OPEN_RE = LazyRegex(r"(?:^|<think>\s*)", stems=("<think>",), memo=True, context=1)
 REASONING_CONTENT_CLOSE = "</think>"
 REASONING_CONTENT_CLOSE_LENGTH = len(REASONING_CONTENT_CLOSE)
 CONTENT_OPEN = "<response>\n"

@@ -43,7 +43,9 @@ TRANSFORMERS_TARGET = "5.24"
 
 # Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL (compiled
 # on first use: importing `regex` costs more than the rest of this module).
-TOOL_CALLS_OPEN_RE = LazyRegex(r"(?:^|\n\n)(?=\[[A-Za-z_])", memo=True, context=1)
+# Held text that is a proper prefix of a stem of its unguarded branches is its partial
+# match, where no guarded branch can match (the runtime checks).
+TOOL_CALLS_OPEN_RE = LazyRegex(r"(?:^|\n\n)(?=\[[A-Za-z_])", stems=("\n\n",), memo=True, context=1)
 TOOL_CALLS_CLOSE = ("<end_of_turn>", "<eos>")
 CONTENT_CLOSE = ("<end_of_turn>", "<eos>")
 CONTENT_CLOSE_LENGTH = len(CONTENT_CLOSE[0])

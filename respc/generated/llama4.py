@@ -43,7 +43,11 @@ TRANSFORMERS_TARGET = "5.24"
 
 # Delimiters, as the oracle compiles them: literal lists longest first, patterns with DOTALL (compiled
 # on first use: importing `regex` costs more than the rest of this module).
-TOOL_CALLS_OPEN_RE = LazyRegex(r"^(?=\[)|<\|python_start\|>", memo=True, context=1)
+# Held text that is a proper prefix of a stem of its unguarded branches is its partial
+# match, where no guarded branch can match (the runtime checks).
+TOOL_CALLS_OPEN_RE = LazyRegex(
+    r"^(?=\[)|<\|python_start\|>", stems=("<|python_start|>",), memo=True, context=1
+)
 TOOL_CALLS_CLOSE = ("<|python_end|>", "<|eot|>", "<|eom|>")
 CONTENT_CLOSE = ("<|eot|>", "<|eom|>")
 CONTENT_CLOSE_LENGTH = len(CONTENT_CLOSE[0])

@@ -58,8 +58,14 @@ REASONING_CONTENT_OPEN = "<think>"
 REASONING_CONTENT_OPEN_LENGTH = len(REASONING_CONTENT_OPEN)
 REASONING_CONTENT_CLOSE = "</think>"
 REASONING_CONTENT_CLOSE_LENGTH = len(REASONING_CONTENT_CLOSE)
+# Held text that is a proper prefix of a stem of its unguarded branches, after a run, is its partial
+# match, where no guarded branch can match (the runtime checks).
 TOOL_CALLS_OPEN_RE = LazyRegex(
-    r'(?:\s*<minimax:tool_call>|(?<=</invoke>))\s*<invoke name="(?P<name>[^"]+)">', memo=True, context=10
+    r'(?:\s*<minimax:tool_call>|(?<=</invoke>))\s*<invoke name="(?P<name>[^"]+)">',
+    stems=("<minimax:tool_call>",),
+    lead=RUN_WHITESPACE,
+    memo=True,
+    context=10,
 )
 TOOL_CALLS_CLOSE = "</invoke>"
 TOOL_CALLS_CLOSE_LENGTH = len(TOOL_CALLS_CLOSE)

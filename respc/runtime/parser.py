@@ -88,8 +88,10 @@ _SIZED = (list, dict, str)  # values the oracle drops from the message when empt
 _GENERAL, _PLAIN, _LEAD, _DISCARD, _BARE, _HELD = "general", "plain", "lead", "discard", "bare", "held"
 _PENDING, _OPENING = "pending", "opening"
 
-# `_commit_literal`'s answer when no watched delimiter matches or partially matches at the position.
+# `_commit_literal`'s answer when no watched delimiter matches or partially matches at the position; and
+# mode held's mark that it has not asked it yet.
 _NOTHING = ()
+_UNTRIED = object()
 
 # The prefix passes remembered per parser class (`_remember`): remainders up to this long, this many.
 _SETTLED_LENGTH, _SETTLED_LIMIT = 256, 64
@@ -1017,15 +1019,20 @@ class CompiledParser:
                 self._held = grown
                 return []
             pattern = self._held_pattern
+            literal = _UNTRIED  # (`_commit_literal`'s answer, once asked)
+            complete = (
+                False  # (a stem complete in the grown text, where the held text was a regex stem's prefix)
+            )
             if pattern is None and held in self.STATES[self._current].regex_prefixes:
                 # Held as a stem's proper prefix, and no longer one. Most often nothing starts in the text
                 # any more (`</stept` then `ml:p`, where `</steptml:invoke>` is watched): it is routed,
                 # without the partial search and the tests of a commit there, which could find nothing.
-                if self._opened:
-                    for stem in self._stems:
-                        if stem in grown:
-                            break  # (complete: a commit's, or the pass's, to tell)
-                    else:
+                for stem in self._stems:
+                    if stem in grown:
+                        complete = True  # (a commit's, or the pass's, to tell)
+                        break
+                else:
+                    if self._opened:
                         routed = self._release_held(grown)
                         if routed is not None:
                             return routed
@@ -1093,6 +1100,16 @@ class CompiledParser:
                         # head, `(?:<|message_model|>)?`, matches nothing until it is whole).
                         self._held_pattern = held_pattern(pattern.whole, buf, self._pos)
                     return []
+                if complete:
+                    # Not the pattern's partial match now: the anchored tests at the held text's start tell a
+                    # false alarm (Gemma 3's `\n\n[1]`) or a literal's commit more cheaply than the
+                    # pattern's commit test and the others' partial searches below.
+                    literal = self._commit_literal(buf, self._pos)
+                    if literal is _NOTHING:
+                        routed = self._release_held(grown, 1)
+                        return routed if routed is not None else self._pass(text, False)
+                    if literal is not None:
+                        return self._take(buf, literal)
                 commit = self._commit_held(pattern, buf)
                 if commit is not None:
                     return self._take(buf, commit)
@@ -1109,7 +1126,7 @@ class CompiledParser:
                     # when one is found without the pass, is the pass's first (`_take`).
                     buf = self._buf + text
                     if self._patterns:
-                        commit = self._commit_literal(buf, self._pos)
+                        commit = self._commit_literal(buf, self._pos) if literal is _UNTRIED else literal
                         if commit is _NOTHING:
                             # No watched delimiter matches or partially matches at the held text's start:
                             # a false alarm (gemma3's `\n\n[1]` beside `(?:^|\n\n)(?=\[[A-Za-z_])`,

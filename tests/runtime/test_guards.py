@@ -409,3 +409,83 @@ def test_presets_that_lagged_take_fast_modes(
     plan = plan_parser(load_template(respc.load_preset(name).TEMPLATE, "5.24"), name)
     found = {s.key: s for s in plan.states}[state]
     assert (found.mode, found.start_char, found.guard) == (mode, start_char, guard)
+
+
+@pytest.mark.parametrize(
+    ("name", "field", "facts"),
+    [
+        ("minimax_m2", "tool_calls", (("<minimax:tool_call>",), "RUN_WHITESPACE")),
+        ("llama4", "tool_calls", (("<|python_start|>",), None)),
+        ("ernie4_5", "reasoning_content", (("<think>",), None)),
+        ("llama3_json", "tool_calls", ((), None)),  # (every branch is guarded)
+    ],
+)
+def test_a_guarded_opener_declares_its_unguarded_branches_facts(name: str, field: str, facts: tuple) -> None:
+    """A pattern with guarded branches declares the stems and lead run of its other branches, so that held
+    text that is a run and a proper prefix of one is its partial match without a search (`lead_holds`)."""
+    plan = plan_parser(load_template(respc.load_preset(name).TEMPLATE, "5.24"), name)
+    (opener,) = [d for d in plan.delimiters if d.field == field and d.kind == "open"]
+    assert opener.unguarded_facts == facts
+
+
+def test_a_guard_character_in_a_stem_or_run_declares_no_facts() -> None:
+    """Inside held text that holds a guard character a guarded branch could match after it, so a stem
+    (or run) with one declares nothing; the stream still agrees with transformers."""
+    template = {
+        "start_anchor": "S",
+        "fields": {
+            "tool_calls": {"open_pattern": r"(?:<c>x|(?<=>))<i>", "close": "</i>"},
+            "content": {"close": "<|e|>"},
+        },
+    }
+    plan = plan_parser(load_template(template, "5.24"), "t")
+    (opener,) = [d for d in plan.delimiters if d.kind == "open"]
+    assert opener.guard == ">" and opener.unguarded_facts == ((), None)
+    for chunks in (["a<c", ">x<i>b</i>"], ["a<c>", "<i>b</i>"], ["<c>", "x", "<i", ">b</i><|e|>"]):
+        assert_same(
+            respc_stream(template, "xS", chunks),
+            oracle_stream(template, "xS", chunks),
+            template,
+            repr(chunks),
+        )
+
+
+@pytest.mark.parametrize("target", SUPPORTED_TARGETS)
+def test_minimaxs_opener_is_held_by_its_unguarded_branch_without_a_pass(target: str) -> None:
+    """MiniMax-M2's `\\n<mi` after prose, in mode lead: a run and a proper prefix of `<minimax:tool_call>`,
+    its opener's unguarded branch's stem (`lead_holds`), held without the general mode."""
+    module = respc.load_preset("minimax_m2", target=target)
+    prefix = "]~b]ai\n"
+    parser = module.ResponseParser(prefix)
+    parser.feed("Let me look that up.")
+    assert parser.feed_mode == "lead"
+    calls = spy(parser, "_general", "_pass")
+    assert parser.feed("\n<mi") == []
+    assert not calls and parser.feed_mode == "held"
+    for chunks in (
+        [
+            "Let me look that up.",
+            "\n<mi",
+            'nimax:tool_call>\n<invoke name="f">',
+            "</invoke>",
+            "</minimax:tool_call>",
+        ],
+        ["Let me look that up.", "\n<mi", "nd you", "[e~["],
+        ["a</invoke>", "\n<mi", 'nimax:tool_call><invoke name="g">x</invoke>'],
+        [
+            "a",
+            "\n<mi",
+            "nimax:tool",
+            "_call>",
+            '<invoke name="f">',
+            "</invoke>",
+            '\n<invoke name="g">',
+            "</invoke>",
+        ],
+    ):
+        assert_same(
+            respc_stream(module.TEMPLATE, prefix, chunks, target=target),
+            oracle_stream(module.TEMPLATE, prefix, chunks, target=target),
+            module.TEMPLATE,
+            repr(chunks),
+        )

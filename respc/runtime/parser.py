@@ -884,7 +884,7 @@ class CompiledParser:
                     while cut and text[cut - 1] in run:
                         cut -= 1
                     if not cut:
-                        return self._general(text)  # (all run: held, and the region stays unopened)
+                        return self._hold_opening_run(text)
                     self._mode = _LEAD
                     self.feed = feed = self._feed_lead
                 else:
@@ -895,6 +895,30 @@ class CompiledParser:
                 events.insert(0, {"type": "region_open", "field": self._current})
                 return events
         return self._general(text)
+
+    def _hold_opening_run(self, text: str) -> list[dict]:
+        """Mode opening's chunk that is all run of the lead class (the `\n` after `</think>`): the pass
+        routes nothing (`_route_skipping_scan` holds a trailing run), so the region stays unopened, and
+        `_settle` holds the run as a stem's prefix or by the lead-run delimiter whose partial match it is
+        (mode held); written out here. The general mode's when no delimiter holds it."""
+        context = self.CONTEXT
+        if context is None:
+            buf, pos = self._buf + text, self._pos
+        else:
+            buf = self._buf[-(context or 1) :] + text  # (`_route_skipping_scan`'s context, at rest)
+            pos = len(buf) - len(text)
+        if self.STATES[self._current].guard is not None:
+            return self._general(text)  # (which holds it as mode pending where a guarded branch is watched)
+        if text in self._stem_prefixes:
+            pattern = None
+        elif not self._patterns or (pattern := self._held_by(buf, pos, text)) is None:
+            return self._general(text)
+        self._buf = buf
+        self._pos = pos
+        self._held, self._held_pattern = text, pattern
+        self._mode = _HELD
+        self.feed = self._feed_held
+        return []
 
     def _feed_bare(self, text: str) -> list[dict]:
         """Mode bare: the region watches no delimiter, so it runs to the end of the stream and every chunk
@@ -922,24 +946,25 @@ class CompiledParser:
         if type(text) is str:
             start = self._start_char
             if start in text and (start or not self.STATES[self._current].several.isdisjoint(text)):
-                if not self._run_pieces:
-                    at = text.find(start) if start else self._first_start(text)
-                    if at >= 0 and text[at:] in self._stem_prefixes:  # (`_starts_nothing` would say no)
-                        run = self._run
-                        cut = at
-                        while cut and text[cut - 1] in run:
-                            cut -= 1
-                        if cut == at and (at or self._pos == len(self._buf)):
-                            return self._hold_tail(text, at)
-                        # After a run (in the chunk, or held, or both), which a lead-run delimiter's partial
-                        # match holds with it, if one does (`_hold_stem`): ` ok\n<|im`, where `\s*<|im_end|>`
-                        # is watched; `\n` held, then `<too`, beside `\s*<tool_call>`.
-                        rest = text[cut:] if cut else self._buf[self._pos :] + text
-                        pattern = None
-                        if rest in self._stem_prefixes or (
-                            self._patterns and (pattern := self._known_hold(rest)) is not None
-                        ):
-                            return self._hold_tail(text, cut, pattern)
+                if self._run_pieces:
+                    self._rejoin_run()  # (a run set aside, then a start character: the pass rejoins it too)
+                at = text.find(start) if start else self._first_start(text)
+                if at >= 0 and text[at:] in self._stem_prefixes:  # (`_starts_nothing` would say no)
+                    run = self._run
+                    cut = at
+                    while cut and text[cut - 1] in run:
+                        cut -= 1
+                    if cut == at and (at or self._pos == len(self._buf)):
+                        return self._hold_tail(text, at)
+                    # After a run (in the chunk, or held, or both), which a lead-run delimiter's partial
+                    # match holds with it, if one does (`_hold_stem`): ` ok\n<|im`, where `\s*<|im_end|>`
+                    # is watched; `\n` held (perhaps set aside), then `<too`, beside `\s*<tool_call>`.
+                    rest = text[cut:] if cut else self._buf[self._pos :] + text
+                    pattern = None
+                    if rest in self._stem_prefixes or (
+                        self._patterns and (pattern := self._known_hold(rest)) is not None
+                    ):
+                        return self._hold_tail(text, cut, pattern)
                 if not self._starts_nothing(text):
                     return self._lead_other(text, False)
             run = self._run

@@ -858,3 +858,30 @@ def test_a_guarded_state_holds_a_stems_prefix_in_the_fast_mode_where_no_guard_is
             repr(chunks),
             target,
         )
+
+
+@pytest.mark.parametrize("target", SUPPORTED_TARGETS)
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        ["Hi", "\n", "<too"],  # (the run set aside, then a delimiter's prefix: held with the run)
+        ["Hi", "\n", "\n\n", "<"],
+        ["Hi", " ", "\n", "<|im"],
+        ["Hi", "\n", "<b>"],  # (a start character that starts nothing: routed with the run)
+    ],
+)
+def test_a_run_set_aside_then_a_start_character_takes_no_pass(chunks: list[str], target: str) -> None:
+    """Mode lead sets aside a chunk that is all run (one BPE token `\\n`); a next chunk with a start
+    character rejoins it and is judged as if the run had come in one piece, without the general mode."""
+    module = respc.load_preset("qwen3", target=target)
+    prefix = "<|im_start|>assistant\n"
+    parser = module.ResponseParser(prefix)
+    for chunk in chunks[:-1]:
+        parser.feed(chunk)
+    assert parser.feed_mode == "lead" and parser._run_pieces
+    calls = spy(parser, "_general", "_pass")
+    parser.feed(chunks[-1])
+    assert not calls
+    for tail in ([], ["l_call>\n{}\n</tool_call>"], ["x"], ["_end|>"]):
+        stream = [*chunks, *tail]
+        _same_as_oracle(module.TEMPLATE, stream, prefix, target)

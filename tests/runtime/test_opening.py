@@ -71,7 +71,9 @@ def _trace(cls: type, prefix: str, chunks: list[str]) -> list:
         state = tuple(
             None if name == "_held" and parser._mode == "lead" else getattr(parser, name) for name in _STATE
         )
-        trace.append(repr((*state, parser._buf[parser._pos :], parser.feed.__func__.__name__)))
+        pattern = parser._held_pattern  # (by the delimiter it stands for, as test_settle_rest.py compares it)
+        pattern = None if parser._mode == "lead" else getattr(pattern, "whole", pattern)
+        trace.append(repr((*state, pattern, parser._buf[parser._pos :], parser.feed.__func__.__name__)))
     try:
         trace.append(repr(parser.finalize()))
     except Exception as error:
@@ -138,9 +140,9 @@ def test_a_first_chunk_that_starts_nothing_opens_the_region_without_a_pass(
     assert parser.feed_mode == mode
 
 
-@pytest.mark.parametrize("chunk", ["<", "Hi <tool", " ", "\n\n", "<tool_call>", "a<b"])
+@pytest.mark.parametrize("chunk", ["<", "Hi <tool", "<tool_call>", "a<b"])
 def test_a_chunk_that_may_start_something_takes_the_general_way(chunk: str) -> None:
-    """A start character, or a chunk that is all run (held, and the region stays unopened)."""
+    """A start character."""
     module = respc.load_preset("qwen3")
     parser = module.ResponseParser("<|im_start|>assistant\n")
     calls = spy(parser, "_general")
@@ -171,6 +173,29 @@ def test_the_text_after_a_close_opens_the_implicit_region_in_mode_opening(target
     ]
     assert not calls and parser.feed_mode == "lead"
     for chunks in (["hm", "</think>", "Sure", "."], ["hm", "</think>", "\n\n", "Sure"], ["</think>", "x"]):
+        assert_same(
+            respc_stream(module.TEMPLATE, prefix, chunks, target=target),
+            oracle_stream(module.TEMPLATE, prefix, chunks, target=target),
+            module.TEMPLATE,
+            repr(chunks),
+        )
+
+
+@pytest.mark.parametrize("target", SUPPORTED_TARGETS)
+@pytest.mark.parametrize("run", ["\n", "\n\n", " ", " \n "])
+def test_a_chunk_that_is_all_run_is_held_without_a_pass(run: str, target: str) -> None:
+    """The `\n` token after `</think>`: the region stays unopened and the run is held by the lead-run
+    delimiter whose partial match it is (`_hold_opening_run`), as the pass's `_settle` would hold it."""
+    module = respc.load_preset("qwen3", target=target)
+    prefix = "<|im_start|>assistant\n<think>\n"
+    parser = module.ResponseParser(prefix)
+    parser.feed("hm</think>")
+    assert parser.feed_mode == "opening"
+    calls = spy(parser, "_general", "_pass")
+    assert parser.feed(run) == []
+    assert not calls and parser.feed_mode == "held" and parser._held == run and not parser._opened
+    for tail in (["Sure"], ["<tool_call>\n{}\n</tool_call>"], ["\n", "x"], ["<|im_end|>"], []):
+        chunks = ["hm</think>", run, *tail]
         assert_same(
             respc_stream(module.TEMPLATE, prefix, chunks, target=target),
             oracle_stream(module.TEMPLATE, prefix, chunks, target=target),

@@ -1284,6 +1284,11 @@ class CompiledParser:
                 # and route nothing, and `_settle` would pend on that one.
                 self._buf = buf
                 return []
+            # Or nothing starts in the text any more, nor can a guarded branch match there (MiniMax-M2's
+            # `\n\n` after `</think>`, then `Hello`): the pass routes it, as mode held's `_release_held`.
+            routed = self._release_held(held)
+            if routed is not None:
+                return routed
         return self._pass(text) if self._mode == _PENDING else self._installed(text)
 
     def _commit_held(self, pattern: Any, buf: str) -> tuple | None:

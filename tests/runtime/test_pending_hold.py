@@ -90,3 +90,29 @@ def test_streams_of_stems_and_prose_agree_with_transformers(preset: str, data: s
         module.TEMPLATE,
         repr(chunks),
     )
+
+
+@pytest.mark.parametrize("target", SUPPORTED_TARGETS)
+@pytest.mark.parametrize("last", ["Hello", "Hi [x", "ok\n"])
+def test_mode_pending_routes_what_starts_nothing_without_a_pass(last: str, target: str) -> None:
+    """MiniMax-M2 after `</think>`: `\\n`, `\\n` (one token each) pend as the opener's run; then `Hello`
+    starts nothing, and no guarded branch can match there (`</think>` is not `</invoke>`): routed with
+    the run, opening the content, as mode held's `_release_held` routes it."""
+    module = respc.load_preset("minimax_m2", target=target)
+    prefix = "]~b]ai\n"
+    chunks = ["<think>hm", "</think>", "\n", "\n", last]
+    parser = module.ResponseParser(prefix)
+    for chunk in chunks[:-1]:
+        parser.feed(chunk)
+    assert parser.feed_mode == "pending"
+    calls = spy(parser, "_pass", "_process")
+    events = parser.feed(last)
+    assert not calls and events[0] == {"type": "region_open", "field": "content"}
+    for tail in ([], ["<minimax:tool_call>"], ['\n<minimax:tool_call>\n<invoke name="f">', "</invoke>"]):
+        stream = [*chunks, *tail]
+        assert_same(
+            respc_stream(module.TEMPLATE, prefix, stream, target=target),
+            oracle_stream(module.TEMPLATE, prefix, stream, target=target),
+            module.TEMPLATE,
+            repr(stream),
+        )

@@ -1259,6 +1259,28 @@ class CompiledParser:
             # The implicit region, not open yet: a run after `</think>` was held for it (`_route`).
             self._opened = True
             return [{"type": "region_open", "field": self._current}, chunk]
+        if (
+            mode == "discard"
+            and not state.runs
+            and not self._empty_open
+            and self._starts_nothing(grown[known:] if known else grown)
+            and (state.guard is None or self._unguarded(self._buf, self._pos))
+        ):
+            # Outside every region (gpt-oss's `<|` after `<|end|>`, then `start`): dropped, as mode discard
+            # drops a chunk, keeping it as the context.
+            wide = self._WIDE and state.wide is not False
+            if wide:
+                buf = self._buf[: self._pos] + grown
+                context = self.CONTEXT
+                self._buf = buf[-context:] if len(buf) > context else buf  # (`_trim`)
+                self._pos = len(self._buf)
+            else:
+                self._buf = grown
+                self._pos = len(grown)
+            self._held = self._held_pattern = None
+            self._mode = _DISCARD
+            self.feed = self._feed_wide if wide else self._feed_discard
+            return []
         return None
 
     def _feed_pending(self, text: str) -> list[dict]:

@@ -124,3 +124,43 @@ def test_another_regex_delimiters_final_match_at_the_held_texts_start_commits_wi
             module.TEMPLATE,
             repr(stream),
         )
+
+
+@pytest.mark.parametrize("target", SUPPORTED_TARGETS)
+@pytest.mark.parametrize(
+    ("preset", "prefix", "chunks"),
+    [
+        ("gpt_oss", "<|start|>assistant", ["<|channel|>final<|message|>Hi.<|end|>", "<|", "start"]),
+        (
+            "cohere",
+            "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>",
+            ["<|START_RESPONSE|>Hi<|END_RESPONSE|>", "<|", "END"],
+        ),
+    ],
+)
+def test_a_false_alarm_outside_every_region_is_dropped_without_a_pass(
+    preset: str, prefix: str, chunks: list[str], target: str
+) -> None:
+    """Outside every region of a template without an implicit field (mode discard), held `<|` then
+    `start`: no opener starts there, so the pass drops the text; mode held drops it too (`_release_held`)."""
+    module = respc.load_preset(preset, target=target)
+    parser = module.ResponseParser(prefix)
+    for chunk in chunks[:-1]:
+        parser.feed(chunk)
+    assert parser.feed_mode == "held"
+    calls = spy(parser, "_pass", "_process")
+    assert parser.feed(chunks[-1]) == []
+    assert not calls and parser.feed_mode == "discard"
+    for tail in (
+        [],
+        ["<|channel|>final<|message|>x<|return|>"],
+        ["<|START_RESPONSE|>y<|END_RESPONSE|>"],
+        ["|>"],
+    ):
+        stream = [*chunks, *tail]
+        assert_same(
+            respc_stream(module.TEMPLATE, prefix, stream, target=target),
+            oracle_stream(module.TEMPLATE, prefix, stream, target=target),
+            module.TEMPLATE,
+            repr(stream),
+        )

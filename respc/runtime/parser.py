@@ -1125,19 +1125,19 @@ class CompiledParser:
                         # head, `(?:<|message_model|>)?`, matches nothing until it is whole).
                         self._held_pattern = held_pattern(pattern.whole, buf, self._pos)
                     return []
+                commit = self._commit_held(pattern, buf)
+                if commit is not None:
+                    return self._take(buf, commit)
                 if complete:
-                    # Not the pattern's partial match now: the anchored tests at the held text's start tell a
-                    # false alarm (Gemma 3's `\n\n[1]`) or a literal's commit more cheaply than the
-                    # pattern's commit test and the others' partial searches below.
+                    # Neither its partial match nor its commit: the anchored tests at the held text's start
+                    # tell a false alarm (Gemma 3's `\n\n[1]`) or a literal's commit more cheaply than the
+                    # others' partial searches below.
                     literal = self._commit_literal(buf, self._pos)
                     if literal is _NOTHING:
                         routed = self._release_held(grown, 1)
                         return routed if routed is not None else self._pass(text, False)
                     if literal is not None:
                         return self._take(buf, literal)
-                commit = self._commit_held(pattern, buf)
-                if commit is not None:
-                    return self._take(buf, commit)
                 whole = pattern.whole if type(pattern) is AfterHead else pattern
                 other = self._held_by(buf, self._pos, grown, whole)
                 if other is not None:

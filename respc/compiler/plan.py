@@ -155,6 +155,15 @@ class Delimiter:
         return _outermost(self.starters)
 
     @property
+    def declared_stems(self) -> tuple[str, ...]:
+        """The stems its pattern declares at run time (`LazyRegex(stems=...)`), where they are also texts
+        every match starts with (`stems_rule_out` rules a position out by them): `stems`, unless a starter
+        was left out of them for holding another (`<a>|a` starts with `<a>` or `a`, its stems are `a`
+        alone), when it declares none. An independent review found `<a>|a` ruled out at `<a>`."""
+        stems = self.stems
+        return stems if set(stems) == set(self.starters) else ()
+
+    @property
     def unguarded_facts(self) -> tuple[tuple[str, ...], str | None]:
         """`(stems, lead)` a pattern with guarded branches declares (`LazyRegex(stems=..., lead=...)`, the
         lead as the name of the runtime's constant for its run class, or None): its
@@ -166,7 +175,7 @@ class Delimiter:
         `\\s*<minimax:tool_call>`), which is required here. Stems leave guarded branches out wherever they
         are asked (`stems_rule_out` only where none can match)."""
         view = self.view
-        if self.guard is None or view is None or view.guard is not None or not view.stems:
+        if self.guard is None or view is None or view.guard is not None or not view.declared_stems:
             return (), None
         run = RUN_CLASSES[view.lead][1] if view.lead is not None else frozenset()
         characters = set(run).union(*(stem[:-1] for stem in view.stems))

@@ -947,7 +947,10 @@ class CompiledParser:
             start = self._start_char
             if start in text and (start or not self.STATES[self._current].several.isdisjoint(text)):
                 if self._run_pieces:
-                    self._rejoin_run()  # (a run set aside, then a start character: the pass rejoins it too)
+                    # A run set aside, then a start character: rejoined, as the pass rejoins it. The held
+                    # run is the buffer's rest now, which `_held` (if a pass named it) no longer is.
+                    self._rejoin_run()
+                    self._held = self._held_pattern = None
                 at = text.find(start) if start else self._first_start(text)
                 if at >= 0 and text[at:] in self._stem_prefixes:  # (`_starts_nothing` would say no)
                     run = self._run

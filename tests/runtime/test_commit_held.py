@@ -17,8 +17,10 @@ from support.compare import FIXTURES, SUPPORTED_TARGETS, assert_same, chunkings,
 from support.oracles import stream_trace
 
 import respc
+from respc.compiler.plan import plan_parser
 from respc.runtime.parser import CompiledParser
 from respc.runtime.scan import starts_at, stems_rule_out
+from respc.spec import load_template
 
 PRESETS = sorted(path.stem for path in (FIXTURES / "presets").glob("*.json"))
 
@@ -225,3 +227,48 @@ def test_stems_rule_out_is_asked_of_the_presets() -> None:
     assert stems_rule_out(close, "x<think>", 1)
     assert not stems_rule_out(close, "x \n<|im_e", 1)  # a run, then a stem's prefix: maybe a partial match
     assert not stems_rule_out(close, "x  ", 1)  # a run to the end
+
+
+# A branch that holds another's text (`<a>` holds `a`): its stems (`a`) are not texts every match starts
+# with, so the pattern declares none, and `stems_rule_out` cannot rule `<a>` out beside `\s*<`'s match (an
+# independent review found `<` committed where transformers commits `<a>`).
+HOLDING = {
+    "fields": {"t": {"open_pattern": "<a>|a", "close": "</t>"}, "c": {"close_pattern": r"\s*<"}},
+    "start_anchor": "S",
+}
+
+
+@pytest.mark.parametrize("target", SUPPORTED_TARGETS)
+@pytest.mark.parametrize(("prefix", "chunks"), [("S<a>", ["b"]), ("", ["<", "a>b"]), ("", ["x", "<a>", "b"])])
+def test_a_branch_holding_anothers_text_is_not_ruled_out_by_the_others_stem(
+    prefix: str, chunks: list[str], target: str
+) -> None:
+    assert_same(
+        respc_stream(HOLDING, prefix, chunks, target=target),
+        oracle_stream(HOLDING, prefix, chunks, target=target),
+        HOLDING,
+        repr(chunks),
+        target,
+    )
+
+
+@pytest.mark.parametrize(
+    ("pattern", "declared"),
+    [
+        ("<a>|a", ()),
+        ("ab|<ab>", ()),
+        ("</a>|a", ()),
+        ("<x>|y", ("<x>", "y")),
+        (r"\s*<tool_call>", ("<tool_call>",)),
+    ],
+)
+def test_a_pattern_declares_stems_only_where_every_match_starts_with_one(
+    pattern: str, declared: tuple
+) -> None:
+    template = {
+        "fields": {"t": {"open_pattern": pattern, "close": "</t>"}, "c": {"close": "<e>"}},
+        "start_anchor": "S",
+    }
+    plan = plan_parser(load_template(template, "5.24"), "t")
+    (opener,) = [d for d in plan.delimiters if d.kind == "open"]
+    assert set(opener.declared_stems) == set(declared)

@@ -885,3 +885,38 @@ def test_a_run_set_aside_then_a_start_character_takes_no_pass(chunks: list[str],
     for tail in ([], ["l_call>\n{}\n</tool_call>"], ["x"], ["_end|>"]):
         stream = [*chunks, *tail]
         _same_as_oracle(module.TEMPLATE, stream, prefix, target)
+
+
+# A run set aside after a pass had named the held run (`_held`), then a start character: the rejoined run
+# is the buffer's rest, so the stale `_held` must not be grown (an independent review found run characters
+# lost in these streams).
+REJOINED = [
+    (
+        {
+            "fields": {"tool_calls": {"close_pattern": r"\s*\[a|/<\]>", "content": "json"}},
+            "start_anchor_pattern": r"\n",
+        },
+        "S[",
+        ["/", "<", "]", ">", "\n", "\n", "\n", "\n", "[", "h"],
+    ),
+    (
+        {
+            "fields": {
+                "reasoning_content": {
+                    "open_pattern": r"(?:<|(?<=>))\s*y",
+                    "close_pattern": r"\s*>/(?=\s*<ab>)",
+                }
+            },
+            "start_anchor": ["S", "T"],
+        },
+        "sys S",
+        ["\n", "\n", "<", "y", " ", "\n", ">", " ", "y", "x", " ", "y"],
+    ),
+]
+
+
+@pytest.mark.parametrize("target", SUPPORTED_TARGETS)
+@pytest.mark.parametrize("index", range(len(REJOINED)))
+def test_a_rejoined_run_keeps_every_character(index: int, target: str) -> None:
+    template, prefix, chunks = REJOINED[index]
+    _same_as_oracle(template, chunks, prefix, target)

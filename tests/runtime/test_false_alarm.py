@@ -12,7 +12,14 @@ transformers, with what comes after it.
 from __future__ import annotations
 
 import pytest
-from support.compare import SUPPORTED_TARGETS, assert_same, oracle_stream, respc_stream, spy
+from support.compare import (
+    SUPPORTED_TARGETS,
+    assert_same,
+    assert_streams_agree,
+    oracle_stream,
+    respc_stream,
+    spy,
+)
 
 import respc
 
@@ -41,14 +48,7 @@ def test_a_false_alarm_is_routed_without_a_pass(
     events = parser.feed(chunks[-1])
     assert not calls
     assert [event.get("text") for event in events if event["type"] == "region_chunk"] == [routed]
-    for tail in TAILS:
-        stream = [*chunks, *tail]
-        assert_same(
-            respc_stream(module.TEMPLATE, prefix, stream, target=target),
-            oracle_stream(module.TEMPLATE, prefix, stream, target=target),
-            module.TEMPLATE,
-            repr(stream),
-        )
+    assert_streams_agree(module.TEMPLATE, prefix, chunks, TAILS, target=target)
 
 
 @pytest.mark.parametrize("target", SUPPORTED_TARGETS)
@@ -62,17 +62,17 @@ def test_a_stem_after_the_false_alarm_leaves_it_to_the_pass(target: str) -> None
     calls = spy(parser, "_pass")
     parser.feed("s.lr")
     assert calls == ["_pass"]
-    for chunks in (
-        ["Use functool", "s.lr", "u_cache.<|end|>"],
-        ["Use functool", "s functools", '[{"name": "f", "arguments": {}}]<|end|>'],
-        ["x", " functools", '[{"name": "f", "arguments": {}}]<|end|>'],
-    ):
-        assert_same(
-            respc_stream(module.TEMPLATE, prefix, chunks, target=target),
-            oracle_stream(module.TEMPLATE, prefix, chunks, target=target),
-            module.TEMPLATE,
-            repr(chunks),
-        )
+    assert_streams_agree(
+        module.TEMPLATE,
+        prefix,
+        [],
+        (
+            ["Use functool", "s.lr", "u_cache.<|end|>"],
+            ["Use functool", "s functools", '[{"name": "f", "arguments": {}}]<|end|>'],
+            ["x", " functools", '[{"name": "f", "arguments": {}}]<|end|>'],
+        ),
+        target=target,
+    )
 
 
 def test_a_call_right_after_the_held_texts_start_is_left_to_the_pass() -> None:
@@ -116,14 +116,7 @@ def test_another_regex_delimiters_final_match_at_the_held_texts_start_commits_wi
     calls = spy(parser, "_pass", "_process")
     parser.feed(chunks[-1])
     assert not calls
-    for tail in ([], ["<|eos|>"], ["\n助手：y"]):
-        stream = [*chunks, *tail]
-        assert_same(
-            respc_stream(module.TEMPLATE, prefix, stream, target=target),
-            oracle_stream(module.TEMPLATE, prefix, stream, target=target),
-            module.TEMPLATE,
-            repr(stream),
-        )
+    assert_streams_agree(module.TEMPLATE, prefix, chunks, ([], ["<|eos|>"], ["\n助手：y"]), target=target)
 
 
 @pytest.mark.parametrize("target", SUPPORTED_TARGETS)
@@ -151,16 +144,15 @@ def test_a_false_alarm_outside_every_region_is_dropped_without_a_pass(
     calls = spy(parser, "_pass", "_process")
     assert parser.feed(chunks[-1]) == []
     assert not calls and parser.feed_mode == "discard"
-    for tail in (
-        [],
-        ["<|channel|>final<|message|>x<|return|>"],
-        ["<|START_RESPONSE|>y<|END_RESPONSE|>"],
-        ["|>"],
-    ):
-        stream = [*chunks, *tail]
-        assert_same(
-            respc_stream(module.TEMPLATE, prefix, stream, target=target),
-            oracle_stream(module.TEMPLATE, prefix, stream, target=target),
-            module.TEMPLATE,
-            repr(stream),
-        )
+    assert_streams_agree(
+        module.TEMPLATE,
+        prefix,
+        chunks,
+        (
+            [],
+            ["<|channel|>final<|message|>x<|return|>"],
+            ["<|START_RESPONSE|>y<|END_RESPONSE|>"],
+            ["|>"],
+        ),
+        target=target,
+    )

@@ -15,7 +15,15 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support.compare import SUPPORTED_TARGETS, assert_same, chunkings, oracle_stream, respc_stream, spy
+from support.compare import (
+    SUPPORTED_TARGETS,
+    assert_same,
+    assert_streams_agree,
+    chunkings,
+    oracle_stream,
+    respc_stream,
+    spy,
+)
 
 import respc
 from respc.compiler.analysis import anchored_heads, guarded, lookbehind_literals
@@ -441,13 +449,9 @@ def test_a_guard_character_in_a_stem_or_run_declares_no_facts() -> None:
     plan = plan_parser(load_template(template, "5.24"), "t")
     (opener,) = [d for d in plan.delimiters if d.kind == "open"]
     assert opener.guard == ">" and opener.unguarded_facts == ((), None)
-    for chunks in (["a<c", ">x<i>b</i>"], ["a<c>", "<i>b</i>"], ["<c>", "x", "<i", ">b</i><|e|>"]):
-        assert_same(
-            respc_stream(template, "xS", chunks),
-            oracle_stream(template, "xS", chunks),
-            template,
-            repr(chunks),
-        )
+    assert_streams_agree(
+        template, "xS", [], (["a<c", ">x<i>b</i>"], ["a<c>", "<i>b</i>"], ["<c>", "x", "<i", ">b</i><|e|>"])
+    )
 
 
 @pytest.mark.parametrize("target", SUPPORTED_TARGETS)
@@ -462,30 +466,30 @@ def test_minimaxs_opener_is_held_by_its_unguarded_branch_without_a_pass(target: 
     calls = spy(parser, "_general", "_pass")
     assert parser.feed("\n<mi") == []
     assert not calls and parser.feed_mode == "held"
-    for chunks in (
-        [
-            "Let me look that up.",
-            "\n<mi",
-            'nimax:tool_call>\n<invoke name="f">',
-            "</invoke>",
-            "</minimax:tool_call>",
-        ],
-        ["Let me look that up.", "\n<mi", "nd you", "[e~["],
-        ["a</invoke>", "\n<mi", 'nimax:tool_call><invoke name="g">x</invoke>'],
-        [
-            "a",
-            "\n<mi",
-            "nimax:tool",
-            "_call>",
-            '<invoke name="f">',
-            "</invoke>",
-            '\n<invoke name="g">',
-            "</invoke>",
-        ],
-    ):
-        assert_same(
-            respc_stream(module.TEMPLATE, prefix, chunks, target=target),
-            oracle_stream(module.TEMPLATE, prefix, chunks, target=target),
-            module.TEMPLATE,
-            repr(chunks),
-        )
+    assert_streams_agree(
+        module.TEMPLATE,
+        prefix,
+        [],
+        (
+            [
+                "Let me look that up.",
+                "\n<mi",
+                'nimax:tool_call>\n<invoke name="f">',
+                "</invoke>",
+                "</minimax:tool_call>",
+            ],
+            ["Let me look that up.", "\n<mi", "nd you", "[e~["],
+            ["a</invoke>", "\n<mi", 'nimax:tool_call><invoke name="g">x</invoke>'],
+            [
+                "a",
+                "\n<mi",
+                "nimax:tool",
+                "_call>",
+                '<invoke name="f">',
+                "</invoke>",
+                '\n<invoke name="g">',
+                "</invoke>",
+            ],
+        ),
+        target=target,
+    )

@@ -19,7 +19,14 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support.compare import SUPPORTED_TARGETS, assert_same, oracle_stream, respc_stream, spy
+from support.compare import (
+    SUPPORTED_TARGETS,
+    assert_same,
+    assert_streams_agree,
+    oracle_stream,
+    respc_stream,
+    spy,
+)
 
 import respc
 
@@ -55,14 +62,7 @@ def test_a_chunk_that_leaves_a_pending_match_takes_no_pass(
     if preset == "longcat":
         # (A regex stem's prefix in this state: its pattern's partial search settles it, `_stem_pattern`.)
         assert not calls
-    for tail in TAILS:
-        stream = [*chunks, *tail]
-        assert_same(
-            respc_stream(module.TEMPLATE, prefix, stream, target=target),
-            oracle_stream(module.TEMPLATE, prefix, stream, target=target),
-            module.TEMPLATE,
-            repr(stream),
-        )
+    assert_streams_agree(module.TEMPLATE, prefix, chunks, TAILS, target=target)
 
 
 PIECES = {
@@ -108,11 +108,10 @@ def test_mode_pending_routes_what_starts_nothing_without_a_pass(last: str, targe
     calls = spy(parser, "_pass", "_process")
     events = parser.feed(last)
     assert not calls and events[0] == {"type": "region_open", "field": "content"}
-    for tail in ([], ["<minimax:tool_call>"], ['\n<minimax:tool_call>\n<invoke name="f">', "</invoke>"]):
-        stream = [*chunks, *tail]
-        assert_same(
-            respc_stream(module.TEMPLATE, prefix, stream, target=target),
-            oracle_stream(module.TEMPLATE, prefix, stream, target=target),
-            module.TEMPLATE,
-            repr(stream),
-        )
+    assert_streams_agree(
+        module.TEMPLATE,
+        prefix,
+        chunks,
+        ([], ["<minimax:tool_call>"], ['\n<minimax:tool_call>\n<invoke name="f">', "</invoke>"]),
+        target=target,
+    )

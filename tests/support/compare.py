@@ -27,6 +27,7 @@ __all__ = [
     "TEMPLATES",
     "OracleTimeout",
     "assert_same",
+    "assert_streams_agree",
     "chunkings",
     "oracle_parse",
     "oracle_stream",
@@ -98,6 +99,22 @@ def assert_same(ours: list, theirs: list, template: Any, context: str, target: s
         f"respc:  {ours!r}\noracle: {theirs!r}\n--- generated module ---\n{source}",
         pytrace=False,
     )
+
+
+def assert_streams_agree(
+    template: Any, prefix: str, chunks: list[str], tails: Any = ([],), target: str = DEFAULT_TARGET
+) -> None:
+    """`chunks` and then each of `tails` (lists of chunks), streamed by respc and by the oracle: the same
+    traces (a fast path's test, with what may come after the chunk it takes)."""
+    for tail in tails:
+        stream = [*chunks, *tail]
+        assert_same(
+            respc_stream(template, prefix, stream, target=target),
+            oracle_stream(template, prefix, stream, target=target),
+            template,
+            repr(stream),
+            target,
+        )
 
 
 def chunkings(text: str, seed: int = 0, random_splits: int = 3) -> list[list[str]]:

@@ -243,6 +243,7 @@ class DeltaStream:
         self._items: dict[int, int] = {}  # call number inside the open region -> index in the stream
         self._argless: set[int] = set()  # calls sent without any arguments yet
         self._aside_index = -1  # the call whose argument the region sets chunks aside for
+        self._aside: list[str] | None = None  # its list of chunks set aside, for a JSON string's
         self._hold: int | None = None  # where the deltas that wait for an earlier call's arguments start
         self._deltas: list[dict] = []
         self._mismatch: _Mismatch | None = None  # the first call found to contradict what was sent
@@ -294,7 +295,13 @@ class DeltaStream:
                     target.sent.append(out)
                     return [{target.key: out}]
                 # A chunk that only extends the string argument the last chunk extended is set aside
-                # (`extend_aside`), for the same call (`_aside_index`, kept when `feed_in_string` took it).
+                # (`extend_aside`), for the same call (`_aside_index`, kept when `feed_in_string` took it):
+                # a JSON string's chunk without a quote or backslash here, while the region still sets
+                # chunks aside in the list it did then (a new one after any other change).
+                aside = self._aside
+                if aside is not None and target.aside is aside and '"' not in routed and "\\" not in routed:
+                    aside.append(routed)
+                    return [{"tool_calls": [{"index": self._aside_index, "function": {"arguments": routed}}]}]
                 sent = target.extend_aside(routed)
                 if sent is not None:
                     if not sent:
@@ -303,6 +310,7 @@ class DeltaStream:
                 sent = target.feed_in_string(routed)
                 if sent is not None:
                     index = self._aside_index = self._items[sent[0]]
+                    self._aside = target.aside if target.mode == "json" else None
                     if not sent[1]:
                         return []
                     self._argless.discard(index)

@@ -620,8 +620,9 @@ class ToolRegion:
         self.mode = "final" if captures is None and _needs_captures(shape) else shape.mode
         self._untyped_member = -1  # the member `feed_in_string` found no tool type for (the last asked)
         # Once a chunk has extended a string, the chunks after it that only extend it too are set aside here
-        # (`feed_in_string`), until anything else reads or changes the region (`flush`).
-        self._pending: list[str] | None = None
+        # (`feed_in_string`, a new list each time), until anything else reads or changes the region (`flush`).
+        # `DeltaStream` appends a JSON string's plain chunks to it itself while it is the list it was given.
+        self.aside: list[str] | None = None
         self._pending_item = 0
         # What a chunk set aside must not hold: the character that may end the string, and (xml) whether
         # a trailing space is refused ("strip": the value is stripped) or held ("lead": the tail may
@@ -649,7 +650,7 @@ class ToolRegion:
 
     def feed(self, text: str) -> list[tuple]:
         """The operations this piece of body makes certain."""
-        if self._pending is not None:
+        if self.aside is not None:
             self.flush()
         self.raw.append(text)
         if self.mode == "json":
@@ -665,7 +666,7 @@ class ToolRegion:
         sent (`_XmlArgs.feed_in_value`): the commonest chunk of a long argument. `feed` would walk it
         character run by run and render it from the body to the same text; this skips both. None when the
         chunk is not such (the caller then uses `feed`). The chunks after it go to `extend_aside`."""
-        if self._pending is not None:
+        if self.aside is not None:
             sent = self.extend_aside(text)
             if sent is not None:
                 return self._pending_item, sent
@@ -679,7 +680,7 @@ class ToolRegion:
                 return None
             self.raw.append(text)
             call.sent.append(sent)
-            self._pending = []
+            self.aside = []
             self._pending_end = self.xml.value_end()
             return 0, sent
         if self.mode != "json" or self.dialect is not None or len(self.calls) != 1:
@@ -703,7 +704,7 @@ class ToolRegion:
                 return None  # coercion may rewrite this member: `feed` waits for its end
             self._untyped_member = member
         self._extend_string(call, text)
-        self._pending, self._pending_item = [], item
+        self.aside, self._pending_item = [], item
         return item, text
 
     def extend_aside(self, text: str) -> str | None:
@@ -711,7 +712,7 @@ class ToolRegion:
         neither the character that could end the string nor, where that matters, a trailing space: the
         chunk is only set aside (`flush` takes it in later). None for any other chunk, or when nothing is
         set aside: then call `feed_in_string`."""
-        pending = self._pending
+        pending = self.aside
         if pending is None or not text:
             return None
         end, spaces = self._pending_end
@@ -739,7 +740,7 @@ class ToolRegion:
 
     def flush(self) -> None:
         """Take in the chunks `feed_in_string` set aside: as it takes in the one before them."""
-        pending, self._pending = self._pending, None
+        pending, self.aside = self.aside, None
         if not pending:
             return
         text = "".join(pending)
@@ -763,7 +764,7 @@ class ToolRegion:
 
     def close(self) -> list[tuple]:
         """The operations the end of the body makes certain; the region's value settles the rest."""
-        if self._pending is not None:
+        if self.aside is not None:
             self.flush()
         if self.mode == "json":
             self.scan.feed(self.dialect.feed("", final=True) if self.dialect else "", final=True)
@@ -774,7 +775,7 @@ class ToolRegion:
 
     def rest_of(self, item: int) -> str | None:
         """The rest of an announced call's arguments text once its body is complete; None if unknown."""
-        if self._pending is not None:
+        if self.aside is not None:
             self.flush()
         call = self.calls[item]
         if self.mode == "xml":

@@ -298,15 +298,21 @@ class DeltaStream:
                 # (`extend_aside`), for the same call (`_aside_index`, kept when `feed_in_string` took it):
                 # a JSON string's chunk without a quote or backslash here, while the region still sets
                 # chunks aside in the list it did then (a new one after any other change).
-                aside = self._aside
-                if aside is not None and target.aside is aside and '"' not in routed and "\\" not in routed:
-                    aside.append(routed)
-                    return [{"tool_calls": [{"index": self._aside_index, "function": {"arguments": routed}}]}]
-                sent = target.extend_aside(routed)
-                if sent is not None:
-                    if not sent:
-                        return []  # (a run held back: the tail may start there)
-                    return [{"tool_calls": [{"index": self._aside_index, "function": {"arguments": sent}}]}]
+                aside = target.aside
+                if aside is not None:
+                    if aside is self._aside and '"' not in routed and "\\" not in routed:
+                        aside.append(routed)
+                        return [
+                            {"tool_calls": [{"index": self._aside_index, "function": {"arguments": routed}}]}
+                        ]
+                    sent = target.extend_aside(routed)
+                    if sent is not None:
+                        if not sent:
+                            return []  # (a run held back: the tail may start there)
+                        return [
+                            {"tool_calls": [{"index": self._aside_index, "function": {"arguments": sent}}]}
+                        ]
+                    target.flush()  # (as `feed_in_string` would)
                 sent = target.feed_in_string(routed)
                 if sent is not None:
                     index = self._aside_index = self._items[sent[0]]
@@ -315,7 +321,10 @@ class DeltaStream:
                         return []
                     self._argless.discard(index)
                     return [{"tool_calls": [{"index": index, "function": {"arguments": sent[1]}}]}]
-                self._ops(target.feed(routed))
+                ops = target.feed(routed)
+                if not ops:
+                    return []  # (nothing waits to be sent on this path: see `_fast_target`)
+                self._ops(ops)
                 if self._hold is not None:  # (else the call is still the target: the field is as it was)
                     self._target = None
                 return self._take()

@@ -72,6 +72,20 @@ _CONTROL_ESCAPES = {"n": "\n", "t": "\t", "r": "\r"}
 _METACHARACTERS = frozenset("\\.^$*+?{}[]|()")
 
 
+def last_character(pattern: str) -> str | None:
+    """The character every complete match of `pattern` holds last but for a trailing `\\s*` run, when its
+    source ends with a literal one (not a letter or digit, not escaped), maybe then `\\s*`, and holds no
+    alternation, lookaround or flag; else None. Text appended after a partial match, without it, cannot
+    complete one: its last character (the run can be empty) would be in that text."""
+    pattern = pattern.removesuffix("\\s*")
+    if len(pattern) < 2 or "|" in pattern or pattern.replace("(?P<", "").replace("(?:", "").count("(?"):
+        return None
+    last = pattern[-1]
+    if last.isalnum() or last in _METACHARACTERS or pattern[-2] == "\\" or not last.isprintable():
+        return None
+    return last
+
+
 def tail_start(after: str) -> tuple[str, bool] | None:
     """For a tail pattern `after` that is a literal, after a whitespace run or not (`\\s*</parameter>`):
     (the literal's first character, whether the run is there). None for any other pattern.
@@ -160,6 +174,9 @@ class XmlTags:
     tail_start: tuple[str, bool] | None = None
     # The pattern's shape when `respc.runtime.tags` reads it with `str.find` (`tag_at`), else None.
     shape: TagShape | None = None
+    # The character every match of `head` ends with (`last_character`), or None: a head that matched only
+    # partially stays partial while the text that comes lacks it, which spares the search.
+    head_end: str | None = None
 
 
 @dataclass(frozen=True)
@@ -264,6 +281,7 @@ def _xml_tags(args: dict) -> XmlTags | None:
         inside == ".*?",
         tail_start(after) if tail is not None else None,
         tag_shape(pattern),
+        last_character(before),
     )
 
 
@@ -648,8 +666,8 @@ class ToolRegion:
         """The operations known as soon as the region opens (an xml call's name comes from its open tag)."""
         return self._take()
 
-    def feed(self, text: str) -> list[tuple]:
-        """The operations this piece of body makes certain."""
+    def feed(self, text: str) -> list[tuple] | tuple[()]:
+        """The operations this piece of body makes certain (an empty tuple for none, the commonest answer)."""
         if self.aside is not None:
             self.flush()
         self.raw.append(text)
@@ -657,8 +675,14 @@ class ToolRegion:
             self.scan.feed(self.dialect.feed(text) if self.dialect else text)
             self._flush_json()
         elif self.mode == "xml":
-            self._send(0, self.xml.feed(text))
-        return self._take()
+            sent = self.xml.feed(text)
+            if sent:
+                self._send(0, sent)
+        ops = self.ops
+        if not ops:
+            return ()
+        self.ops = []
+        return ops
 
     def feed_in_string(self, text: str) -> tuple[int, str] | None:
         """(item, arguments text) for a chunk that only extends a JSON string inside the arguments of the
@@ -673,7 +697,7 @@ class ToolRegion:
             self.flush()
         if self.mode == "xml":
             call = self.calls.get(0)
-            if call is None or not call.announced:
+            if call is None or not call.announced or self.xml.param is None:
                 return None
             sent = self.xml.feed_in_value(text)
             if sent is None:
@@ -949,6 +973,7 @@ class _XmlArgs:
         self.pos = 0
         self.members = 0
         self.param: dict | None = None  # the parameter whose tag has started
+        self.head_waits = False  # the last search of the head found it partial (see `XmlTags.head_end`)
         self.lost = False  # the final value can no longer match what was sent
 
     def feed(self, text: str, closed: bool = False) -> str:
@@ -960,7 +985,10 @@ class _XmlArgs:
         while not self.lost:
             param = self.param
             if param is None:
+                if self.head_waits and not closed and tags.head_end not in text:
+                    break  # still partial: its last character has not come (the answer of the search)
                 head = tags.head.search(body, self.pos, partial=True)
+                self.head_waits = head is not None and head.partial and tags.head_end is not None
                 if head is None or head.partial or (head.end() == len(body) and not closed):
                     break
                 param = self.param = {"start": head.start(), "key": head.group("key"), "at": head.end()}

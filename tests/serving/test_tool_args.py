@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.serving import dialect_objects
 
-from respc.serving.tool_args import _escape, holds_no_tail, tail_start
+from respc.serving.tool_args import _escape, holds_no_tail, last_character, tail_start
 
 # Whitespace of every kind the two regex engines disagree on, delimiters' characters, and plain text.
 ALPHABET = st.sampled_from(list(' \t\n\r\x0b\x0c\x1c\x1f\x85\xa0\u2028\u3000<>/=pamxé"\\\x00\x7f'))
@@ -50,6 +50,40 @@ def test_a_text_without_the_tails_start_holds_no_tail(after: str) -> None:
 )
 def test_tails_it_cannot_read_have_no_start(after: str) -> None:
     assert tail_start(after) is None
+
+
+HEADS = [
+    r"<arg_key>(?P<key>.*?)</arg_key>\s*<arg_value>",
+    r"<parameter=(?P<key>[^>\n]+)>\s*",
+    r'<parameter name="(?P<key>[^"]+)">',
+    r"<p(?:=(?P<key>[^>]*))?/>",
+    r"\n?<(?P<key>\w+)=",
+]
+
+
+@pytest.mark.parametrize("head", HEADS)
+def test_a_partial_head_stays_partial_without_its_last_character(head: str) -> None:
+    """`last_character`: after a partial match, text without that character completes none."""
+    last, pattern = last_character(head), regex.compile(head, regex.DOTALL)
+    assert last is not None
+
+    @settings(max_examples=400, deadline=None, derandomize=True)
+    @given(st.text(ALPHABET, max_size=14), st.text(ALPHABET, min_size=1, max_size=6), st.integers(0, 14))
+    def run(text: str, more: str, at: int) -> None:
+        found = pattern.search(text, min(at, len(text)), partial=True)
+        if found is not None and found.partial and last not in more:
+            grown = pattern.search(text + more, min(at, len(text)), partial=True)
+            assert grown is None or grown.partial
+
+    run()
+
+
+@pytest.mark.parametrize(
+    "head",
+    [r"<p>|<q>", r"<p(?=x)>", r"(?i)<p>", r"<p>\s+", r"<p\>", r"<pa", r"<p>*", r"<p\s*", r"[<>]", "", ">"],
+)
+def test_heads_it_cannot_read_have_no_last_character(head: str) -> None:
+    assert last_character(head) is None
 
 
 @pytest.mark.parametrize("target", ["5.23", "5.24"])

@@ -338,6 +338,22 @@ class DeltaStream:
         self._grow(text)
         if not events and not self._deltas:
             return []  # held back: no region opened or closed, so the target is as it was
+        if target is not None and len(events) == 1 and events[0]["type"] == "region_chunk":
+            # One chunk into the target, which the parser held back before (`</` then `arg`): `_process`
+            # for that event, written out; no region opened or closed, so the target is as it was.
+            chunk = events[0]["text"]
+            found = self._fed.find(chunk, self._floor)
+            self._floor = found + len(chunk) if found >= 0 else self._floor
+            if target is not self._region:
+                self._text(target.key, target.chunk(chunk))
+                return self._take()
+            ops = target.feed(chunk)
+            if not ops:
+                return []
+            self._ops(ops)
+            if self._hold is not None:
+                self._target = None
+            return self._take()
         self._run(events, eos=False)
         self._target = self._fast_target()
         return self._take()

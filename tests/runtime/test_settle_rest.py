@@ -22,6 +22,7 @@ from support.compare import (
     SUPPORTED_TARGETS,
     TEMPLATES,
     assert_same,
+    assert_streams_agree,
     chunkings,
     oracle_stream,
     respc_stream,
@@ -158,14 +159,7 @@ def test_fixture_templates_stream_as_the_general_way_does(name: str) -> None:
 def test_edge_streams_agree_with_transformers(
     preset: str, prefix: str, chunks: list[str], target: str
 ) -> None:
-    template = respc.load_preset(preset).TEMPLATE
-    assert_same(
-        respc_stream(template, prefix, chunks, target=target),
-        oracle_stream(template, prefix, chunks, target=target),
-        template,
-        repr(chunks),
-        target,
-    )
+    assert_streams_agree(respc.load_preset(preset).TEMPLATE, prefix, chunks, target=target)
 
 
 @pytest.mark.parametrize(

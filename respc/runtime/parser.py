@@ -1462,26 +1462,29 @@ class CompiledParser:
                             break
                         # Or text that starts nothing, then such a partial match (ERNIE's `\n\n<` after
                         # `</think>`, GLM's `\n<` after a tool call's opener): the text is routed and the
-                        # rest held, as `_hold_stem` says of a chunk. Else `_starts_nothing` may still say
-                        # nothing starts: the general way's.
+                        # rest held, as `_hold_stem` says of a chunk.
                         first = state.start_char
                         cut = _first_of(rest, first) if first else -1
                         if mode == "lead":
                             run = self._run
                             while cut > 0 and rest[cut - 1] in run:
                                 cut -= 1
-                        if cut <= 0:
+                        if cut > 0:
+                            # (The text before it holds no start character, nor a guard character: in a
+                            # state with a guard, `_unguarded` has looked from `end`.)
+                            tail = rest[cut:]
+                            if tail in self._stem_prefixes or (
+                                self._patterns and self._known_hold(tail) is not None
+                            ):
+                                held, rest, pos = tail, rest[:cut], end + cut
+                                break
+                        # Or nothing starts in it at all (GLM's `\n<ar` after a tool call's opener, whose
+                        # name ends there): `_rest_hold`'s answer, as for text without a start character
+                        # below; the general way's where a state has several run classes.
+                        if first is None or len(state.runs) > 1 or not self._starts_nothing(rest):
                             return False
-                        # (The text before it holds no start character, nor a guard character: in a
-                        # state with a guard, `_unguarded` has looked from `end`.)
-                        tail = rest[cut:]
-                        if tail not in self._stem_prefixes and (
-                            not self._patterns or self._known_hold(tail) is None
-                        ):
-                            return False
-                        held, rest, pos = tail, rest[:cut], end + cut
                         break
-                else:
+                if held is None:
                     if mode == "lead":
                         run = self._run
                         if rest[-1] in run:

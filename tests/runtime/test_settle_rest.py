@@ -209,6 +209,35 @@ def test_a_commit_followed_by_text_then_a_prefix_takes_no_general_step(
 
 
 @pytest.mark.parametrize("target", SUPPORTED_TARGETS)
+@pytest.mark.parametrize(
+    ("preset", "prefix", "chunks", "mode"),
+    [
+        # GLM's opener ends with the name, so it commits when `\n<ar` comes: `<ar` starts nothing.
+        ("glm4_5", "<|assistant|>", ["<tool_call>get_weather", "\n<ar"], "plain"),
+        ("glm4_5", "<|assistant|>", ["<tool_call>f", "\n<a<b"], "plain"),
+        # Mode lead: the text with a start character is routed, the trailing run held.
+        ("qwen3", "<think>\n", ["hm</thi", "nk>a<b \n"], "lead"),
+    ],
+)
+def test_a_commit_followed_by_a_start_character_that_starts_nothing_takes_no_general_step(
+    preset: str, prefix: str, chunks: list[str], mode: str, target: str
+) -> None:
+    """After a commit, text with a start character where nothing starts (`_starts_nothing`): `_settle_rest`
+    routes it all (in mode lead, but for a trailing run), as `_rest_hold` says."""
+    module = respc.load_preset(preset, target=target)
+    parser = module.ResponseParser(prefix)
+    for chunk in chunks[:-1]:
+        parser.feed(chunk)
+    calls = spy(parser, "_rest_hold", "_process")
+    events = parser.feed(chunks[-1])
+    assert not calls and parser.feed_mode == mode and events[-1]["type"] == "region_chunk"
+    general = _general_way(module.ResponseParser)
+    assert _trace(module.ResponseParser, prefix, chunks) == _trace(general, prefix, chunks)
+    tails = ([], ["x"], ["g_key>a</arg_key>\n<arg_value>1</arg_value>\n</tool_call>"], ["<|im_end|>"])
+    assert_streams_agree(module.TEMPLATE, prefix, chunks, tails, target)
+
+
+@pytest.mark.parametrize("target", SUPPORTED_TARGETS)
 def test_a_rest_a_regex_delimiter_is_remembered_to_hold_is_held_without_a_scan(target: str) -> None:
     """MiniMax-M2 ends a message after tool calls with `</minimax:tool_call>`, then `[e~[`: the close
     commits and leaves `[e~[`, a complete match of the next state's `\\s*(?:</minimax:tool_call>|\\[e~\\[)`

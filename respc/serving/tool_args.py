@@ -60,6 +60,17 @@ def call_parts(call: dict) -> tuple[Any, Any, Any]:
     return call.get("id"), function.get("name"), arguments
 
 
+def _loads(raw: str) -> Any:
+    """`json.loads(raw)` for the text of one JSON value: a string without escapes (`"city"`, a key or a
+    name, most of them) is its text between the quotes, without the decoder; JSON takes any character but
+    quotes, backslashes and control characters there, and printable text holds none of them."""
+    if len(raw) > 1 and raw[0] == '"' and raw[-1] == '"':
+        inner = raw[1:-1]
+        if inner.isprintable() and '"' not in inner and "\\" not in inner:
+            return inner
+    return json.loads(raw)
+
+
 def _escape(text: str) -> str:
     # JSON escapes only quotes, backslashes and control characters, none of which printable text holds.
     if text.isprintable() and '"' not in text and "\\" not in text:
@@ -539,7 +550,7 @@ class _JsonScan:
         if self.string_is_key:
             frame = self.stack[-1]
             try:
-                frame.key = json.loads(text[start : i + 1])
+                frame.key = _loads(text[start : i + 1])
             except ValueError:
                 self.broken = True
             frame.state = "colon"
@@ -892,13 +903,14 @@ class ToolRegion:
                 continue
             if source.path == rel and rel in call.starts:
                 try:
-                    value = json.loads(self.scan.text[call.starts[rel] : end])
+                    value = _loads(self.scan.text[call.starts[rel] : end])
                 except ValueError:
                     value = None
                 setattr(call, attr, value if isinstance(value, str) else None)
 
     def _flush_json(self) -> None:
-        for item in sorted(self.calls):
+        calls = self.calls
+        for item in calls if len(calls) < 2 else sorted(calls):
             call = self.calls[item]
             if not call.announced and self._ready(call):
                 call.announced = True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 import regex
@@ -10,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.serving import dialect_objects
 
-from respc.serving.tool_args import _escape, holds_no_tail, last_character, tail_start
+from respc.serving.tool_args import _escape, _loads, holds_no_tail, last_character, tail_start
 
 # Whitespace of every kind the two regex engines disagree on, delimiters' characters, and plain text.
 ALPHABET = st.sampled_from(list(' \t\n\r\x0b\x0c\x1c\x1f\x85\xa0\u2028\u3000<>/=pamxé"\\\x00\x7f'))
@@ -23,6 +24,27 @@ def test_escape_is_json_escaping() -> None:
         assert _escape(text) == json.dumps(text, ensure_ascii=False)[1:-1]
 
     run()
+
+
+def test_loads_is_json_loads() -> None:
+    """`_loads` skips the decoder for strings without escapes: the same value or the same error."""
+
+    def outcome(call: Any, raw: str) -> Any:
+        try:
+            value = call(raw)
+        except ValueError as error:
+            return type(error)
+        return (type(value), value)
+
+    @settings(max_examples=800, deadline=None, derandomize=True)
+    @given(st.text(ALPHABET, max_size=8) | st.text(max_size=8), st.booleans())
+    def run(text: str, quoted: bool) -> None:
+        raw = f'"{text}"' if quoted else json.dumps(text, ensure_ascii=False)
+        assert outcome(_loads, raw) == outcome(json.loads, raw)
+
+    run()
+    for raw in ['"a"', '"', '""', '"a\\"b"', '"a"b"', '"\x1f"', '"\u2028"', "7", "[1]", '"\\u0041"']:
+        assert outcome(_loads, raw) == outcome(json.loads, raw), raw
 
 
 STREAMABLE = [r"\s*</parameter>", r"</parameter>", r"\s+</arg_value>", r"\n</p>", r"\<x", r"\s*\.end"]

@@ -243,7 +243,7 @@ class DeltaStream:
         self._items: dict[int, int] = {}  # call number inside the open region -> index in the stream
         self._argless: set[int] = set()  # calls sent without any arguments yet
         self._aside_index = -1  # the call whose argument the region sets chunks aside for
-        self._aside: list[str] | None = None  # its list of chunks set aside, for a JSON string's
+        self._aside: list[str] | None = None  # the list it sets a JSON string's chunks aside in
         self._hold: int | None = None  # where the deltas that wait for an earlier call's arguments start
         self._deltas: list[dict] = []
         self._mismatch: _Mismatch | None = None  # the first call found to contradict what was sent
@@ -312,7 +312,6 @@ class DeltaStream:
                         return [
                             {"tool_calls": [{"index": self._aside_index, "function": {"arguments": sent}}]}
                         ]
-                    target.flush()  # (as `feed_in_string` would)
                 sent = target.feed_in_string(routed)
                 if sent is not None:
                     index = self._aside_index = self._items[sent[0]]

@@ -700,11 +700,9 @@ class ToolRegion:
         region's one call (no quote, no backslash, nothing held back), or an xml-inline string value being
         sent (`_XmlArgs.feed_in_value`): the commonest chunk of a long argument. `feed` would walk it
         character run by run and render it from the body to the same text; this skips both. None when the
-        chunk is not such (the caller then uses `feed`). The chunks after it go to `extend_aside`."""
+        chunk is not such (the caller then uses `feed`). The chunks after it go to `extend_aside`, which
+        the caller asks first: what it does not take, this takes after those set aside."""
         if self.aside is not None:
-            sent = self.extend_aside(text)
-            if sent is not None:
-                return self._pending_item, sent
             self.flush()
         if self.mode == "xml":
             call = self.calls.get(0)

@@ -87,7 +87,9 @@ def last_character(pattern: str) -> str | None:
     """The character every complete match of `pattern` holds last but for a trailing `\\s*` run, when its
     source ends with a literal one (not a letter or digit, not escaped), maybe then `\\s*`, and holds no
     alternation, lookaround or flag; else None. Text appended after a partial match, without it, cannot
-    complete one: its last character (the run can be empty) would be in that text."""
+    complete one: its last character (the run can be empty) would be in that text. (Nor a complete match
+    starting after the partial one: the `regex` module's partial search prefers a complete match anywhere
+    to a partial one, so none was in the text before; tests/serving/test_tool_args.py checks both.)"""
     pattern = pattern.removesuffix("\\s*")
     if len(pattern) < 2 or "|" in pattern or pattern.replace("(?P<", "").replace("(?:", "").count("(?"):
         return None

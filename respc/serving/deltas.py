@@ -243,7 +243,8 @@ class DeltaStream:
         self._items: dict[int, int] = {}  # call number inside the open region -> index in the stream
         self._argless: set[int] = set()  # calls sent without any arguments yet
         self._aside_index = -1  # the call whose argument the region sets chunks aside for
-        self._aside: list[str] | None = None  # the list it sets a JSON string's chunks aside in
+        self._aside: list[str] | None = None  # the list it sets a string's chunks aside in
+        self._aside_end: str | None = None  # (xml) what such a chunk must not hold, else None (JSON)
         self._hold: int | None = None  # where the deltas that wait for an earlier call's arguments start
         self._deltas: list[dict] = []
         self._mismatch: _Mismatch | None = None  # the first call found to contradict what was sent
@@ -295,12 +296,29 @@ class DeltaStream:
                     target.sent.append(out)
                     return [{target.key: out}]
                 # A chunk that only extends the string argument the last chunk extended is set aside
-                # (`extend_aside`), for the same call (`_aside_index`, kept when `feed_in_string` took it):
-                # a JSON string's chunk without a quote or backslash here, while the region still sets
-                # chunks aside in the list it did then (a new one after any other change).
+                # (`extend_aside`), for the same call (`_aside_index`, kept when `feed_in_string` took it).
+                # Here, while the region still sets chunks aside in the list it did then (a new one after
+                # any other change), a chunk that JSON escaping leaves as it is: in a JSON string, one
+                # without a quote or backslash; in an xml value (`_aside_end`, the tail's first
+                # character), one that is printable, holds no tail's start and ends in no space, with no
+                # space held back before it.
                 aside = target.aside
                 if aside is not None:
-                    if aside is self._aside and '"' not in routed and "\\" not in routed:
+                    end = self._aside_end
+                    if (
+                        aside is self._aside
+                        and '"' not in routed
+                        and "\\" not in routed
+                        and (
+                            end is None
+                            or (
+                                end not in routed
+                                and routed.isprintable()
+                                and not routed[-1].isspace()
+                                and not target.aside_held
+                            )
+                        )
+                    ):
                         aside.append(routed)
                         return [
                             {"tool_calls": [{"index": self._aside_index, "function": {"arguments": routed}}]}
@@ -315,7 +333,8 @@ class DeltaStream:
                 sent = target.feed_in_string(routed)
                 if sent is not None:
                     index = self._aside_index = self._items[sent[0]]
-                    self._aside = target.aside if target.mode == "json" else None
+                    self._aside = target.aside
+                    self._aside_end = None if target.mode == "json" else target.aside_end[0]
                     if not sent[1]:
                         return []
                     self._argless.discard(index)

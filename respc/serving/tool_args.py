@@ -652,14 +652,14 @@ class ToolRegion:
         self._untyped_member = -1  # the member `feed_in_string` found no tool type for (the last asked)
         # Once a chunk has extended a string, the chunks after it that only extend it too are set aside here
         # (`feed_in_string`, a new list each time), until anything else reads or changes the region (`flush`).
-        # `DeltaStream` appends a JSON string's plain chunks to it itself while it is the list it was given.
+        # `DeltaStream` appends a string's plain chunks to it itself while it is the list it was given.
         self.aside: list[str] | None = None
         self._pending_item = 0
         # What a chunk set aside must not hold: the character that may end the string, and (xml) whether
         # a trailing space is refused ("strip": the value is stripped) or held ("lead": the tail may
-        # start with a run), as `_pending_held` holds it.
-        self._pending_end: tuple[str, str | None] = ('"', None)
-        self._pending_held = ""
+        # start with a run), as `aside_held` holds it.
+        self.aside_end: tuple[str, str | None] = ('"', None)
+        self.aside_held = ""
         if self.mode == "json":
             self.dialect = (
                 _Dialect(shape.dialect, shape.target.json_keys_skip_strings)
@@ -716,7 +716,7 @@ class ToolRegion:
             self.raw.append(text)
             call.sent.append(sent)
             self.aside = []
-            self._pending_end = self.xml.value_end()
+            self.aside_end = self.xml.value_end()
             return 0, sent
         if self.mode != "json" or self.dialect is not None or len(self.calls) != 1:
             return None
@@ -750,7 +750,7 @@ class ToolRegion:
         pending = self.aside
         if pending is None or not text:
             return None
-        end, spaces = self._pending_end
+        end, spaces = self.aside_end
         if end in text:
             return None
         if self.mode == "json":
@@ -760,16 +760,16 @@ class ToolRegion:
             return text
         if spaces is None or not text[-1].isspace():
             pending.append(text)
-            held, self._pending_held = self._pending_held, ""
+            held, self.aside_held = self.aside_held, ""
             return _escape(held + text if held else text)
         if spaces == "lead":
             # A trailing run the tail may start with is held back, where `_XmlArgs.feed` would hold it: a
             # run of these four only (any other space ends the fast way).
-            piece = self._pending_held + text
+            piece = self.aside_held + text
             sent = piece.rstrip(" \t\n\r")
             if not sent[-1:].isspace():
                 pending.append(text)
-                self._pending_held = piece[len(sent) :]
+                self.aside_held = piece[len(sent) :]
                 return _escape(sent)
         return None
 
@@ -782,7 +782,7 @@ class ToolRegion:
         if self.mode == "json":
             self._extend_string(self.calls[self._pending_item], text)
             return
-        held, self._pending_held = self._pending_held, ""
+        held, self.aside_held = self.aside_held, ""
         sent = text[: len(text) - len(held)]
         self.raw.append(text)
         self.calls[0].sent.append(_escape(sent))

@@ -146,8 +146,10 @@ def test_deltastream_ceilings_fail_a_stream_that_lost_its_fast_paths(tmp_path: P
         "ok     DeltaStream content 8,000 chars: own cost 0.30 (ceiling 0.6) (reaches the aim)"
         in passed.stdout
     )
-    within = _deltas_run(tmp_path, {**fine, "json args": 2.85})  # 2.4 and 20%: 2.88 passes
+    within = _deltas_run(tmp_path, {**fine, "json args": 2.35})  # 2.0 and 20%: 2.4 passes
     assert within.returncode == 0, within.stdout
+    args = _deltas_run(tmp_path, {**fine, "xml args": 2.5})
+    assert args.returncode == 1 and "MISSED DeltaStream xml args 8,000 chars" in args.stdout
     slow = _deltas_run(tmp_path, {**fine, "reasoning": 1.3})  # 1.0 and 20%: 1.2
     assert slow.returncode == 1
     assert slow.stdout.startswith("MISSED DeltaStream reasoning 8,000 chars: own cost 1.30"), slow.stdout

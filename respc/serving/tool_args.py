@@ -71,6 +71,12 @@ def _loads(raw: str) -> Any:
     return json.loads(raw)
 
 
+def _json_key(key: Any) -> str:
+    """`json.dumps(key, ensure_ascii=False)` (an xml parameter's key, a string but for an optional group's
+    None), without the encoder for a string."""
+    return '"' + _escape(key) + '"' if type(key) is str else json.dumps(key, ensure_ascii=False)
+
+
 def _escape(text: str) -> str:
     # JSON escapes only quotes, backslashes and control characters, none of which printable text holds.
     if text.isprintable() and '"' not in text and "\\" not in text:
@@ -1123,7 +1129,7 @@ class _XmlArgs:
         param["opened"] = True
         separator = ", " if self.members else ""
         self.members += 1
-        return f"{separator}{json.dumps(param['key'], ensure_ascii=False)}: " + '"'
+        return f"{separator}{_json_key(param['key'])}: " + '"'
 
     def _complete(self, param: dict, raw: Any) -> str:
         parser = self.tags.value_parser
@@ -1149,5 +1155,4 @@ class _XmlArgs:
             return opening + _escape(piece) + '"'
         separator = ", " if self.members else ""
         self.members += 1
-        key, value = json.dumps(param["key"], ensure_ascii=False), json.dumps(value, ensure_ascii=False)
-        return f"{separator}{key}: {value}"
+        return f"{separator}{_json_key(param['key'])}: {json.dumps(value, ensure_ascii=False)}"

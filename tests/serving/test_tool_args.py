@@ -11,7 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.serving import dialect_objects
 
-from respc.serving.tool_args import _escape, _loads, holds_no_tail, last_character, tail_start
+from respc.serving.tool_args import (
+    _escape,
+    _json_key,
+    _loads,
+    holds_no_tail,
+    last_character,
+    tail_start,
+)
 
 # Whitespace of every kind the two regex engines disagree on, delimiters' characters, and plain text.
 ALPHABET = st.sampled_from(list(' \t\n\r\x0b\x0c\x1c\x1f\x85\xa0\u2028\u3000<>/=pamxé"\\\x00\x7f'))
@@ -22,8 +29,10 @@ def test_escape_is_json_escaping() -> None:
     @given(st.text() | st.text(ALPHABET))
     def run(text: str) -> None:
         assert _escape(text) == json.dumps(text, ensure_ascii=False)[1:-1]
+        assert _json_key(text) == json.dumps(text, ensure_ascii=False)
 
     run()
+    assert _json_key(None) == "null"
 
 
 def test_loads_is_json_loads() -> None:

@@ -660,7 +660,7 @@ class ToolRegion:
         # (`feed_in_string`, a new list each time), until anything else reads or changes the region (`flush`).
         # `DeltaStream` appends a string's plain chunks to it itself while it is the list it was given.
         self.aside: list[str] | None = None
-        self._pending_item = 0
+        self._aside_item = 0
         # What a chunk set aside must not hold: the character that may end the string, and (xml) whether
         # a trailing space is refused ("strip": the value is stripped) or held ("lead": the tail may
         # start with a run), as `aside_held` holds it.
@@ -745,7 +745,7 @@ class ToolRegion:
                 return None  # coercion may rewrite this member: `feed` waits for its end
             self._untyped_member = member
         self._extend_string(call, text)
-        self.aside, self._pending_item = [], item
+        self.aside, self._aside_item = [], item
         return item, text
 
     def extend_aside(self, text: str) -> str | None:
@@ -753,8 +753,8 @@ class ToolRegion:
         neither the character that could end the string nor, where that matters, a trailing space: the
         chunk is only set aside (`flush` takes it in later). None for any other chunk, or when nothing is
         set aside: then call `feed_in_string`."""
-        pending = self.aside
-        if pending is None or not text:
+        aside = self.aside
+        if aside is None or not text:
             return None
         end, spaces = self.aside_end
         if end in text:
@@ -762,10 +762,10 @@ class ToolRegion:
         if self.mode == "json":
             if "\\" in text:
                 return None
-            pending.append(text)
+            aside.append(text)
             return text
         if spaces is None or not text[-1].isspace():
-            pending.append(text)
+            aside.append(text)
             held, self.aside_held = self.aside_held, ""
             return _escape(held + text if held else text)
         if spaces == "lead":
@@ -774,19 +774,19 @@ class ToolRegion:
             piece = self.aside_held + text
             sent = piece.rstrip(" \t\n\r")
             if not sent[-1:].isspace():
-                pending.append(text)
+                aside.append(text)
                 self.aside_held = piece[len(sent) :]
                 return _escape(sent)
         return None
 
     def flush(self) -> None:
         """Take in the chunks `feed_in_string` set aside: as it takes in the one before them."""
-        pending, self.aside = self.aside, None
-        if not pending:
+        aside, self.aside = self.aside, None
+        if not aside:
             return
-        text = "".join(pending)
+        text = "".join(aside)
         if self.mode == "json":
-            self._extend_string(self.calls[self._pending_item], text)
+            self._extend_string(self.calls[self._aside_item], text)
             return
         held, self.aside_held = self.aside_held, ""
         sent = text[: len(text) - len(held)]

@@ -687,7 +687,7 @@ class CompiledParser:
                 at = text.find(start) if start else self._first_start(text)
                 if at >= 0 and text[at:] in self._stem_prefixes:
                     return self._hold_tail(text, at)  # (`_starts_nothing` would say no)
-                if not self._starts_nothing(text):
+                if not self._starts_nothing(text, self._buf):
                     if self._stems or (held := self._hold_pending(text)) is None:
                         return self._general(text, False)
                     return held
@@ -968,7 +968,7 @@ class CompiledParser:
                         self._patterns and (pattern := self._known_hold(rest)) is not None
                     ):
                         return self._hold_tail(text, cut, pattern)
-                if not self._starts_nothing(text):
+                if not self._starts_nothing(text, self._buf):  # (the held run rejoined: all before it)
                     return self._lead_other(text, False)
             run = self._run
             pieces = self._run_pieces
@@ -1782,7 +1782,7 @@ class CompiledParser:
             return False  # held text is a partial delimiter the chunk may complete
         return starts.search(buf, pos) is None
 
-    def _starts_nothing(self, text: str) -> bool:
+    def _starts_nothing(self, text: str, before: str | None = None) -> bool:
         """Whether no match and no partial match of a watched delimiter starts in `text` (the text from the
         scan position to the end of the buffer): it holds no start character (nor guard character), or,
         by the state's `starters`, every match starts (after its lead run) with one, so one that starts
@@ -1790,7 +1790,9 @@ class CompiledParser:
         starts at a start character. The oracle's pass then routes it all (a lead run at the end is held
         by `_route_skipping_scan`). What comes before the text is the caller's to rule out (the guard's
         `_unguarded`). The fast modes ask it when a character they test is in the chunk: `_start_char`, or
-        for a state with several (`_start_char` is then ""), one of `State.several`."""
+        for a state with several (`_start_char` is then ""), one of `State.several`. `before`, when given,
+        is what the buffer holds right before the text: a guard character in the text then starts
+        something only where it may end a literal a lookbehind reads (`_guards`)."""
         state = self.STATES[self._current]
         for char in state.watched:
             if char in text:
@@ -1800,7 +1802,7 @@ class CompiledParser:
         guard = state.guard
         if guard:
             for char in guard:
-                if char in text:
+                if char in text and (before is None or _guards(state.behind, before, text, char)):
                     return False
         starters = state.starters
         for starter in starters:
@@ -1837,19 +1839,23 @@ class CompiledParser:
                 return False
             pos = 1  # (the guard characters are then looked for from the start)
         for char in guard:
-            if char in text:
+            if char in text and _guards(state.behind, buf, text, char):
                 return False
             at = _find(buf, char, pos - 1)
             if at >= 0:
                 # Right before the position, a guard character guards nothing unless the text up to it ends
-                # with a literal a lookbehind reads (`State.behind`: `</think>` is not `</invoke>`); where
-                # the buffer holds too little to tell, it may.
+                # with a literal a lookbehind reads (`State.behind`: `</think>` is not `</invoke>`). Where
+                # the buffer holds less than the literal, it may only if all it holds ends the literal (the
+                # buffer is the text's last characters: `tool">` cannot end `</invoke>`, whatever came
+                # before it, and a fast mode keeps just the chunk when no lookbehind can read more).
                 behind = state.behind
                 if behind is None or at >= pos or _find(buf, char, pos) >= 0:
                     return False
                 for literal in behind:
                     if literal[-1] == char and (
-                        len(literal) > pos or buf.startswith(literal, pos - len(literal))
+                        literal.endswith(buf[:pos])
+                        if len(literal) > pos
+                        else buf.startswith(literal, pos - len(literal))
                     ):
                         return False
         return True
@@ -2271,6 +2277,30 @@ def _overlap_free(literals: tuple[str, ...]) -> bool:
     if not all(literals):
         return False
     return not any(a[k:] == b[: len(a) - k] for a in literals for b in literals for k in range(1, len(a)))
+
+
+def _guards(behind: tuple[str, ...] | None, before: str, text: str, char: str) -> bool:
+    """Whether the guard character `char` may, somewhere in `text`, end a literal that a guarded branch's
+    lookbehind reads (`State.behind`; any text may where one reads a class): only right after such a
+    literal can that branch match. `before` is the buffer before the text, the stream's last characters,
+    so where it holds less than the literal, the literal may end there only if all it holds ends it."""
+    if behind is None:
+        return True
+    at = _find(text, char)
+    while at >= 0:
+        end = at + 1
+        for literal in behind:
+            if literal[-1] == char:
+                size = len(literal)
+                if end >= size:
+                    if text.startswith(literal, end - size):
+                        return True
+                else:
+                    read = before[end - size :] + text[:end]
+                    if read == literal or (len(read) < size and literal.endswith(read)):
+                        return True
+        at = _find(text, char, end)
+    return False
 
 
 def _first_of(text: str, chars: str, start: int = 0) -> int:

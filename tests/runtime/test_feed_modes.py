@@ -826,8 +826,9 @@ def test_a_held_run_before_a_literals_prefix_is_routed(target: str, chunk: str) 
 @pytest.mark.parametrize("target", SUPPORTED_TARGETS)
 def test_a_guarded_state_holds_a_stems_prefix_in_the_fast_mode_where_no_guard_is_near(target: str) -> None:
     """MiniMax-M2's content watches `[e~[` (and `<`) beside `(?<=</invoke>)`: a chunk ending in `[e~` after
-    prose is held by mode lead itself (`_first_start` asks `_unguarded`), and one after a `>` (where the
-    lookbehind may match) goes the general way, which holds it as the regex's pending partial match."""
+    prose is held by mode lead itself (`_first_start` asks `_unguarded`), and one after `</invoke>` (where
+    the lookbehind may match) goes the general way, which holds it as the regex's pending partial match.
+    A `>` that ends no `</invoke>` (` a>`) leaves the fast mode on."""
     module = respc.load_preset("minimax_m2", target=target)
     prefix = "]~b]ai\n"
     parser = module.ResponseParser(prefix)
@@ -839,9 +840,14 @@ def test_a_guarded_state_holds_a_stems_prefix_in_the_fast_mode_where_no_guard_is
         {"type": "region_chunk", "field": "content", "text": " ok", "dirty": False}
     ]
     assert parser.feed_mode == "held" and parser._held == "[e~" and not calls
+    prose = module.ResponseParser(prefix)
+    prose.feed("Sure")
+    calls = spy(prose, "_general")
+    prose.feed(" a>")
+    assert prose.feed_mode == "lead" and not calls
     guarded = module.ResponseParser(prefix)
     guarded.feed("Sure")
-    guarded.feed(" a>")
+    guarded.feed(" </invoke>")
     calls = spy(guarded, "_general")
     assert guarded.feed("[e~") == [] and calls == ["_general"]
     for chunks in (

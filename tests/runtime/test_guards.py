@@ -329,7 +329,8 @@ def test_lookbehind_literals_are_read_as_written(pattern: str, expected: tuple[s
 def test_a_guard_character_that_ends_no_lookbehinds_literal_guards_nothing() -> None:
     """MiniMax-M2's content state watches `(?<=</invoke>)`: the `>` of `</think>` right before the scan
     position guards nothing (`State.behind`), so the text after the reasoning takes the fast facts; that of
-    `</invoke>` does, and so does one with too little before it to tell, or one in the text itself."""
+    `</invoke>` does, and so does one with too little before it to tell. In the text itself the same holds
+    of each guard character: `tool">` ends no `</invoke>`, whatever came before it."""
     module = respc.load_preset("minimax_m2")
     assert module.ResponseParser.STATES["content"].behind == ("</invoke>",)
     parser = module.ResponseParser("]~b]ai\n")
@@ -340,7 +341,16 @@ def test_a_guard_character_that_ends_no_lookbehinds_literal_guards_nothing() -> 
     assert not parser._unguarded("a</invoke>", 10)
     assert not parser._unguarded("voke>", 5)
     assert not parser._unguarded("a</think>x>", 9)
-    assert not parser._unguarded("a</think>", 9, "x>")
+    assert parser._unguarded("a</think>", 9, "x>")
+    assert parser._unguarded("tool", 4, '">')  # (too little before it, but none of it ends `</invoke>`)
+    assert not parser._unguarded("a</inv", 6, "oke>")
+    assert not parser._unguarded("k", 1, "e>")  # (`ke>` may end `</invoke>`)
+    assert not parser._unguarded("a", 1, "x></invoke>")
+    # Mode lead and mode plain tell `_starts_nothing` what the buffer holds before the chunk.
+    assert parser._starts_nothing('">', "tool")
+    assert not parser._starts_nothing('">')
+    assert not parser._starts_nothing(">", " </invoke")
+    assert not parser._starts_nothing("e>", "</invok")
     llama3 = plan_parser(load_template(TEMPLATES[0], "5.24"))
     assert all(state.behind is None for state in llama3.states)  # (`;` alone: the character tells it all)
 
@@ -493,3 +503,56 @@ def test_minimaxs_opener_is_held_by_its_unguarded_branch_without_a_pass(target: 
         ),
         target=target,
     )
+
+
+MINIMAX_PIECES = [
+    "a",
+    "tool",
+    '">',
+    ">",
+    "e>",
+    "ke>",
+    "oke>",
+    "</invoke>",
+    "</",
+    "inv",
+    "</inv",
+    "oke",
+    "k",
+    " ",
+    "\n",
+    " -> ",
+    "<",
+    '<invoke name="f">',
+    '\n<invoke name="g">',
+    '<parameter name="x">1</parameter>',
+    "<minimax:tool_call>",
+    "</minimax:tool_call>",
+    "[e~[",
+    "[e~",
+    "</think>",
+]
+
+
+@pytest.mark.parametrize("target", SUPPORTED_TARGETS)
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(MINIMAX_PIECES), max_size=12), st.integers(0, 2**16))
+def test_a_guard_character_in_a_chunk_guards_only_where_it_may_end_the_lookbehinds_literal(
+    target: str, pieces: list[str], seed: int
+) -> None:
+    """MiniMax-M2's `>` in content (`tool">`, `->`, `</invoke>` split anywhere), in the fast modes that ask
+    `_guards` of the chunk with the buffer before it (which may hold less than `</invoke>`): the same
+    streams as transformers under many chunkings, the pieces glued to prose or to each other."""
+    module = respc.load_preset("minimax_m2", target=target)
+    text = "".join(pieces)
+    # The pieces as chunks, and each glued to the next (`b</invoke>`, then `<invoke name="f">`), besides
+    # cuts at random.
+    glued = ["".join(pieces[i : i + 2]) for i in range(0, len(pieces), 2)]
+    for chunks in [pieces, glued, *chunkings(text, seed, random_splits=3)]:
+        assert_same(
+            respc_stream(module.TEMPLATE, "]~b]ai\n", chunks, target=target),
+            oracle_stream(module.TEMPLATE, "]~b]ai\n", chunks, target=target),
+            module.TEMPLATE,
+            repr(chunks),
+            target,
+        )

@@ -30,6 +30,7 @@ from respc.compiler.analysis import (
     literal_run,
     literal_strings,
     lookbehind_literals,
+    looked_at_strings,
     match_first_chars,
     may_match_empty,
     rare_char,
@@ -196,6 +197,18 @@ class Delimiter:
         if strings and all(strings):
             return strings
         return (self.prefix,) if self.prefix else ()
+
+    @property
+    def looked_at(self) -> tuple[str, ...]:
+        """`starters`, or for a pattern with a lookahead branch (`</s>|(?=\\[TOOL_CALLS\\])`), texts one of
+        which the text at every match starts with (`looked_at_strings`), though an empty match holds
+        none: the state's `starters` (a text that holds none, nor ends with a proper prefix of one, starts
+        no match and no partial match), not stems (a held proper prefix of one, once whole, is an empty
+        match, which the held paths do not commit); () when unknown."""
+        starters = self.starters
+        if starters or self.anchor.literals is not None or LOOKS_BACK.search(self.anchor.pattern):
+            return starters
+        return looked_at_strings(self.rest or self.anchor.pattern) or ()
 
     @property
     def shortest(self) -> int:
@@ -487,9 +500,9 @@ class State:
         scan (the runtime's skip path, for chunks that hold the start character)."""
         found: set[str] = set()
         for d in _fast(self.watches):
-            if not d.starters:
+            if not d.looked_at:
                 return ()
-            found.update(d.starters)
+            found.update(d.looked_at)
         return tuple(sorted(found, key=lambda text: (-len(text), text)))
 
     @property

@@ -316,6 +316,10 @@ class ResponseParser(CompiledParser):
             scan=_scan_reasoning_content,
             end_scan=_end_reasoning_content,
             start_char="<",
+            starters=(
+                "<|tool_calls_section_begin|>",
+                "</think>",
+            ),
             patterns=(REASONING_CONTENT_CLOSE_RE,),
             watch=((REASONING_CONTENT_CLOSE_RE, False, "reasoning_content", True),),
         ),

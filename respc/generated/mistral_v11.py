@@ -378,6 +378,10 @@ class ResponseParser(CompiledParser):
             scan=_scan_tool_calls,
             end_scan=_end_tool_calls,
             start_char="<[",
+            starters=(
+                TOOL_CALLS_OPEN_PREFIX,
+                CONTENT_CLOSE,
+            ),
             patterns=(TOOL_CALLS_CLOSE_RE,),
             watch=((TOOL_CALLS_CLOSE_RE, False, "tool_calls", True),),
             dirty=True,

@@ -370,6 +370,48 @@ def test_a_partial_match_where_a_guard_may_match_is_pending_not_a_pass_per_feed(
     assert_same(respc_stream(module.TEMPLATE, "", chunks), theirs, module.TEMPLATE, repr(chunks))
 
 
+@pytest.mark.parametrize("target", SUPPORTED_TARGETS)
+@pytest.mark.parametrize(
+    ("preset", "prefix", "before", "chunk", "after"),
+    [
+        # Mistral v11's arguments beside `</s>|(?=\[TOOL_CALLS\])`: a `[` that starts no `[TOOL_CALLS]`.
+        ("mistral_v11", "[INST]hi[/INST]", ['[TOOL_CALLS]f[ARGS]{"a": ', "1, "], "[2, 3]", ['"[/I"}</s>']),
+        ("mistral_v11", "[INST]hi[/INST]", ['[TOOL_CALLS]f[ARGS]{"a": "', "x"], "'[AR", ['GS]"}</s>']),
+        # Kimi-K2's reasoning beside `</think>|(?=<\|tool_calls_section_begin\|>)`: a `<` in prose.
+        ("kimi_k2", "<|im_assistant|>assistant<|im_middle|>", ["<think>", "a"], " <b> c", ["</think>ok"]),
+    ],
+)
+def test_a_start_character_that_starts_no_lookaheads_text_is_routed_in_the_fast_mode(
+    target: str, preset: str, prefix: str, before: list[str], chunk: str, after: list[str]
+) -> None:
+    """A state whose delimiter has a lookahead branch knows the texts every match starts at
+    (`State.starters`, `Delimiter.looked_at`), so a chunk whose start character begins none of them is
+    routed by the fast mode (it took the pass: 8 µs against transformers' 1.7); one that may (`[TO`,
+    `<|tool`) is still held, and the streams agree with transformers."""
+    module = respc.load_preset(preset, target=target)
+    assert module.ResponseParser.STATES[
+        "tool_calls" if preset == "mistral_v11" else "reasoning_content"
+    ].starters
+    parser = module.ResponseParser(prefix)
+    for text in before:
+        parser.feed(text)
+    assert parser.feed_mode == "plain"
+    calls = spy(parser, "_general", "_pass")
+    assert parser.feed(chunk) == [
+        {
+            "type": "region_chunk",
+            "field": parser.current_field,
+            "text": chunk,
+            "dirty": preset == "mistral_v11",
+        }
+    ]
+    assert not calls and parser.feed_mode == "plain"
+    held = "[TO" if preset == "mistral_v11" else "<|tool"
+    assert parser.feed("x" + held)[0]["text"] == "x" and parser.feed_mode in ("held", "pending")
+    for tail in ([*after], [held[1:], *after], ["\n" + held[:1], "1", *after]):
+        _same_as_oracle(module.TEMPLATE, [*before, chunk, *tail], prefix, target)
+
+
 def test_a_chunk_ending_in_a_run_and_a_stem_prefix_is_held_in_mode_lead_without_a_pass() -> None:
     """`is. <` in Qwen's content: the run and `<` may start `\\s*<tool_call>`, so `is.` is routed and
     ` <` held, as the oracle's pass would, without one."""

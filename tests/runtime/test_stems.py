@@ -8,12 +8,13 @@ inside others, prefixes written with and without escapes, runs before and inside
 from __future__ import annotations
 
 import pytest
+import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.compare import assert_same, chunkings, oracle_stream, respc_stream
 
 import respc
-from respc.compiler.analysis import lazy_tail, literal_strings
+from respc.compiler.analysis import lazy_tail, literal_strings, looked_at_strings
 from respc.compiler.plan import plan_parser
 from respc.spec import load_template
 
@@ -34,6 +35,47 @@ from respc.spec import load_template
 )
 def test_literal_strings(pattern: str, strings: tuple[str, ...] | None) -> None:
     assert literal_strings(pattern) == strings
+
+
+LOOKED_AT = [
+    (r"</s>|(?=\[TOOL_CALLS\])", ("</s>", "[TOOL_CALLS]")),
+    (r"</think>|(?=<\|tool_calls_section_begin\|>)", ("</think>", "<|tool_calls_section_begin|>")),
+    (r"(?=ab)c|d", ("ab", "d")),
+    (r"(?=a|b)x", ("a", "b")),
+    (r"(?=a)", ("a",)),
+    (r"<\|a\|>|<\|b\|>", ("<|a|>", "<|b|>")),
+    (r"(?!ab)|d", None),  # a negative lookahead: any text
+    (r"a|(?=)", None),  # an empty lookahead
+    (r"x(?=a)", None),  # not first: the text at the match starts with `x`, which `starters` says
+    (r"(?:^|\n\n)(?=\[[A-Za-z_])", None),
+    (r"(?:</s>|(?=\[T\]))", ("</s>", "[T]")),  # (a group without a name is no group to the parser)
+    (r"(?i)(?=a)", None),
+    (r"(?<=a)b", None),
+    (r"a*|(?=b)", None),
+]
+
+
+@pytest.mark.parametrize(("pattern", "strings"), LOOKED_AT)
+def test_looked_at_strings(pattern: str, strings: tuple[str, ...] | None) -> None:
+    assert looked_at_strings(pattern) == strings
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="<>/s[]TOLCAab|dx", max_size=14))
+def test_every_match_of_a_lookahead_branch_starts_at_a_looked_at_text(text: str) -> None:
+    """What the fast modes rely on (`_starts_nothing`): every match or partial match that the `regex`
+    module's partial search finds at a position before the text's end starts a looked-at text there, or a
+    proper prefix of one that runs to the end."""
+    for pattern, strings in LOOKED_AT:
+        if strings is None:
+            continue
+        compiled = regex.compile(pattern, regex.DOTALL)
+        for pos in range(len(text)):
+            match = compiled.search(text, pos, partial=True)
+            if match is None or match.start() == len(text):
+                continue
+            rest = text[match.start() :]
+            assert any(rest.startswith(s) or s.startswith(rest) for s in strings), (pattern, text, pos)
 
 
 @pytest.mark.parametrize(

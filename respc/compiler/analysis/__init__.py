@@ -39,6 +39,7 @@ from respc.compiler.analysis.starts import (
     literal_alternatives,
     literal_prefix,
     literal_strings,
+    looked_at_strings,
     match_first_chars,
     run_tail,
 )
@@ -60,6 +61,7 @@ __all__ = [
     "literal_run",
     "literal_strings",
     "lookbehind_literals",
+    "looked_at_strings",
     "match_first_chars",
     "may_match_empty",
     "rare_char",

@@ -26,6 +26,7 @@ __all__ = [
     "literal_alternatives",
     "literal_prefix",
     "literal_strings",
+    "looked_at_strings",
     "match_first_chars",
     "overlap",
     "run_tail",
@@ -171,35 +172,65 @@ def literal_strings(pattern: str, limit: int = 16) -> tuple[str, ...] | None:
     items = plain_items(pattern)
     if items is None:
         return None
-
-    def expand(items: Any) -> list[str] | None:
-        found = [""]
-        for op, av in items:
-            kind = str(op)
-            if kind == "LITERAL":
-                options = [chr(av)]
-            elif kind == "IN" and all(str(k) == "LITERAL" for k, _ in av):
-                options = [chr(v) for _, v in av]
-            elif kind == "BRANCH":
-                options = []
-                for branch in av[1]:
-                    more = expand(branch)
-                    if more is None:
-                        return None
-                    options += more
-            elif kind == "SUBPATTERN" and not av[1] and not av[2]:  # a group without inline flags
-                options = expand(av[3])
-                if options is None:
-                    return None
-            else:
-                return None
-            found = [head + tail for head in found for tail in options]
-            if len(found) > limit:
-                return None
-        return found
-
-    found = expand(items)
+    found = _expand_strings(items, limit)
     return None if found is None else tuple(dict.fromkeys(found))
+
+
+def _expand_strings(items: Any, limit: int) -> list[str] | None:
+    """Every string the parsed `items` can match (`literal_strings`), or None."""
+    found = [""]
+    for op, av in items:
+        kind = str(op)
+        if kind == "LITERAL":
+            options = [chr(av)]
+        elif kind == "IN" and all(str(k) == "LITERAL" for k, _ in av):
+            options = [chr(v) for _, v in av]
+        elif kind == "BRANCH":
+            options = []
+            for branch in av[1]:
+                more = _expand_strings(branch, limit)
+                if more is None:
+                    return None
+                options += more
+        elif kind == "SUBPATTERN" and not av[1] and not av[2]:  # a group without inline flags
+            options = _expand_strings(av[3], limit)
+            if options is None:
+                return None
+        else:
+            return None
+        found = [head + tail for head in found for tail in options]
+        if len(found) > limit:
+            return None
+    return found
+
+
+def looked_at_strings(pattern: str, limit: int = 16) -> tuple[str, ...] | None:
+    r"""Texts one of which the text at every match of `pattern` starts with, for an alternation whose every
+    branch is literal strings (`literal_strings`) or a lookahead of literal strings, perhaps followed by
+    more (`</s>|(?=\[TOOL_CALLS\])`: the text at an empty match there starts with `[TOOL_CALLS]`). A
+    partial match at a position is then a proper prefix of one running to the text's end, or holds one.
+    At most `limit` texts, none empty; None otherwise (a lookahead first inside a group, a negative one,
+    inline flags)."""
+    items = plain_items(pattern)
+    if items is None or items.state.flags & ~(re.DOTALL | re.UNICODE):
+        return None
+    data = list(items.data)
+    branches = (
+        [list(branch) for branch in data[0][1][1]]
+        if len(data) == 1 and str(data[0][0]) == "BRANCH"
+        else [data]
+    )
+    found: list[str] = []
+    for branch in branches:
+        if branch and str(branch[0][0]) == "ASSERT" and branch[0][1][0] == 1:
+            strings = _expand_strings(list(branch[0][1][1]), limit)
+        else:
+            strings = _expand_strings(branch, limit)
+        if not strings or not all(strings):
+            return None
+        found += strings
+    found = list(dict.fromkeys(found))
+    return tuple(found) if len(found) <= limit else None
 
 
 def leading_literals(pattern: str, limit: int = 4) -> tuple[str, ...] | None:

@@ -88,10 +88,11 @@ _SIZED = (list, dict, str)  # values the oracle drops from the message when empt
 _GENERAL, _PLAIN, _LEAD, _DISCARD, _BARE, _HELD = "general", "plain", "lead", "discard", "bare", "held"
 _PENDING, _OPENING = "pending", "opening"
 
-# `_commit_literal`'s answer when no watched delimiter matches or partially matches at the position; and
-# mode held's mark that it has not asked it yet.
+# `_commit_literal`'s answer when no watched delimiter matches or partially matches at the position; mode
+# held's mark that it has not asked it yet; and `_commit_held`'s, when asked, for an empty match there.
 _NOTHING = ()
 _UNTRIED = object()
+_EMPTY = object()
 
 # The prefix passes remembered per parser class (`_remember`): remainders up to this long, this many.
 _SETTLED_LENGTH, _SETTLED_LIMIT = 256, 64
@@ -1105,11 +1106,14 @@ class CompiledParser:
                 else:
                     run = self._run
                     if (run and held[-1:] in run) or (
-                        not self._stems and self.STATES[self._current].starters
+                        not self._stems
+                        and (starters := self.STATES[self._current].starters)
+                        and held not in starters
                     ):
                         # A held run, beside a pattern without a lead class (MiniMax-M2's), likewise; or
                         # held text in a state of such patterns only, whose matches start with texts
-                        # known (Mistral's `[` in a call's arguments, beside `(?=\[TOOL_CALLS\])`).
+                        # known (Mistral's `[` in a call's arguments, beside `(?=\[TOOL_CALLS\])`), but
+                        # for one of them whole (Kimi-K2's `</think>`, complete at the buffer's end).
                         routed = self._release_held(grown)
                         if routed is not None:
                             return routed
@@ -1304,7 +1308,12 @@ class CompiledParser:
                 self._buf = buf
                 self._held = held
                 return []
-            commit = self._commit_held(self._held_pattern, buf)
+            commit = self._commit_held(self._held_pattern, buf, _EMPTY)
+            if commit is _EMPTY:
+                # Complete, but empty: the pass's, which checks for cycles (Llama 3's call at the start,
+                # `^\s*(?=\{...)`, once `"parameters":` completes its lookahead). Nothing else here could
+                # take the chunk: the pending text's own pattern commits there.
+                return self._pass(text, False)
             if commit is not None:
                 return self._take(buf, commit)
             if self._pend(buf, self._pos, held):
@@ -1318,9 +1327,19 @@ class CompiledParser:
             routed = self._release_held(held)
             if routed is not None:
                 return routed
+            literal = self._commit_literal(buf, self._pos)
+            if literal is _NOTHING:
+                # Or a stem is whole in it, but nothing matches or partially matches at its start: routed
+                # up to what starts after that character, if anything does (a paragraph's `\n\n` in Gemma
+                # 3's content, then `The`, beside `(?:^|\n\n)(?=\[[A-Za-z_])`).
+                routed = self._release_held(held, 1)
+                if routed is not None:
+                    return routed
+            elif literal is not None:
+                return self._take(buf, literal)  # (a literal's match there, and nothing else's)
         return self._pass(text) if self._mode == _PENDING else self._installed(text)
 
-    def _commit_held(self, pattern: Any, buf: str) -> tuple | None:
+    def _commit_held(self, pattern: Any, buf: str, empty: Any = None) -> Any:
         """The commit of the oracle's next pass over `buf` (the buffer, chunk added) when the held text, a
         partial match of the regex delimiter `pattern` at the scan position, has become its complete
         match there, final, and no other watched delimiter (`State.watch`) has a match or a partial match
@@ -1329,7 +1348,8 @@ class CompiledParser:
         and its partial search of `pattern` from there finds that match, the leftmost complete one. So
         only the others' starts are tested (by their stems where no guard is watched, else one anchored
         match each), not searched for through the buffer. (Not for templates whose opens' keys may not
-        compare, whose ties the pass replays.)"""
+        compare, whose ties the pass replays.) `empty` is returned instead of None when that match is
+        complete, final and empty, which is the pass's to commit."""
         state = self.STATES[self._current]
         watch = state.watch
         if not watch or self.UNORDERED:
@@ -1343,8 +1363,10 @@ class CompiledParser:
                 # The oracle's candidate (`scan_pattern`): final, not at the edge, where it may grow (quirk
                 # Q19); an empty one is left to the pass, which checks for cycles.
                 candidate = scan_pattern(buf, pos, whole, False, recheck)
-                if candidate is None or candidate[0] != pos or not candidate[2] or candidate[1] == pos:
+                if candidate is None or candidate[0] != pos or not candidate[2]:
                     return None
+                if candidate[1] == pos:
+                    return empty
                 found = (pos, candidate[1], is_open, field, candidate[3])
             elif type(delimiter) is tuple:
                 # (Defensive: a literal's match or partial match at the held text's start makes that text

@@ -115,3 +115,64 @@ def test_mode_pending_routes_what_starts_nothing_without_a_pass(last: str, targe
         ([], ["<minimax:tool_call>"], ['\n<minimax:tool_call>\n<invoke name="f">', "</invoke>"]),
         target=target,
     )
+
+
+@pytest.mark.parametrize(("paragraph", "last"), [("\n\n", "The"), ("\n\n", " <b"), ("\n\n[", "1] see")])
+def test_mode_pending_routes_a_false_alarm_whose_stem_is_whole_without_a_pass(
+    paragraph: str, last: str
+) -> None:
+    """Gemma 3's content beside `(?:^|\\n\\n)(?=\\[[A-Za-z_])`: a paragraph's `\\n\\n` pends (a guard is
+    watched), and `The` leaves the stem `\\n\\n` whole, so `_release_held` alone cannot route it; but
+    nothing matches or partially matches at its start any more (`_commit_literal`'s `_NOTHING`), so it
+    is routed up to what may start after that character, without a pass. (A 5.24 preset.)"""
+    module = respc.load_preset("gemma3_pythonic")
+    prefix = "<start_of_turn>model\n"
+    chunks = ["Hello there.", paragraph, last]
+    parser = module.ResponseParser(prefix)
+    for chunk in chunks[:-1]:
+        parser.feed(chunk)
+    assert parser.feed_mode == "pending"
+    calls = spy(parser, "_pass", "_process")
+    events = parser.feed(last)
+    assert not calls and events[0]["text"].startswith(paragraph)
+    assert_streams_agree(
+        module.TEMPLATE,
+        prefix,
+        chunks,
+        ([], ["\n\n", "[f(a=1)]"], ["<end_of_turn>"], ["\n\n[f(x=2)]<end_of_turn>"], ["<end_"]),
+    )
+
+
+@pytest.mark.parametrize("target", SUPPORTED_TARGETS)
+def test_mode_pending_leaves_an_empty_commit_to_the_pass(target: str) -> None:
+    """Llama 3's call at the reply's start (`^\\s*(?=\\{...)`) pends until `"parameters":` completes the
+    lookahead; the match is then complete and empty, which the pass commits (it checks for cycles): the
+    chunk goes to it at once, not through `_pend` and `_release_held` first."""
+    module = respc.load_preset("llama3_json", target=target)
+    chunks = ['{"name": "f", "paramete', 'rs":', ' {"a": 1}}<|eom_id|>']
+    parser = module.ResponseParser("")
+    parser.feed(chunks[0])
+    assert parser.feed_mode == "pending"
+    calls = spy(parser, "_pass", "_pend", "_release_held", "_commit_literal")
+    events = parser.feed(chunks[1])
+    assert calls == ["_pass"] and events[0] == {"type": "region_open", "field": "tool_calls"}
+    assert_streams_agree(
+        module.TEMPLATE, "", chunks, ([], [";", '{"name": "g", "parameters": {}}']), target=target
+    )
+
+
+@pytest.mark.parametrize("target", SUPPORTED_TARGETS)
+def test_mode_pending_takes_a_literal_completed_at_the_held_texts_start(target: str) -> None:
+    """MiniMax-M2 after `</invoke>`: `<` pends as the guarded opener's partial match; `think>` makes it the
+    literal `<think>`, which nothing else matches there (`_commit_literal`): committed without a pass."""
+    module = respc.load_preset("minimax_m2", target=target)
+    prefix = "]~b]ai\n"
+    chunks = ['<minimax:tool_call>\n<invoke name="f">', "</invoke>", "<", "think>x"]
+    parser = module.ResponseParser(prefix)
+    for chunk in chunks[:-1]:
+        parser.feed(chunk)
+    assert parser.feed_mode == "pending" and parser._held == "<"
+    calls = spy(parser, "_pass", "_process")
+    assert parser.feed(chunks[-1])[0] == {"type": "region_open", "field": "reasoning_content"}
+    assert not calls
+    assert_streams_agree(module.TEMPLATE, prefix, chunks, ([], ["</think>ok"], ["</thi"]), target=target)

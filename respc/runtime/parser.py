@@ -93,6 +93,7 @@ _PENDING, _OPENING = "pending", "opening"
 _NOTHING = ()
 _UNTRIED = object()
 _EMPTY = object()
+_NOWHERE = object()  # `_commit_held`'s, when asked, where the pattern's search finds nothing at all
 
 # The prefix passes remembered per parser class (`_remember`): remainders up to this long, this many.
 _SETTLED_LENGTH, _SETTLED_LIMIT = 256, 64
@@ -1136,7 +1137,17 @@ class CompiledParser:
                         # head, `(?:<|message_model|>)?`, matches nothing until it is whole).
                         self._held_pattern = held_pattern(pattern.whole, buf, self._pos)
                     return []
-                commit = self._commit_held(pattern, buf)
+                commit = self._commit_held(pattern, buf, None, _NOWHERE)
+                if commit is _NOWHERE:
+                    # Its search finds no match, nor a partial one, anywhere in the text: where it is
+                    # the only delimiter watched, nothing starts there (Llama 3's `;` in a call's
+                    # arguments, then ` b`, beside `\s*;(?=\s*\{...)|<\|eom_id\|>|...`), and the pass
+                    # routes it all, as `_release_held` does once told so.
+                    if len(self.STATES[self._current].watch) == 1:
+                        routed = self._release_held(grown, len(grown))
+                        if routed is not None:
+                            return routed
+                    commit = None
                 if commit is not None:
                     return self._take(buf, commit)
                 if complete:
@@ -1327,19 +1338,19 @@ class CompiledParser:
             routed = self._release_held(held)
             if routed is not None:
                 return routed
-            literal = self._commit_literal(buf, self._pos)
-            if literal is _NOTHING:
+            state = self.STATES[self._current]
+            if state.guard is not None and not self._unguarded(self._buf, self._pos):
+                return self._pass(text)  # (`_release_held`'s test: Llama 3's `{"` then `city` at the start)
+            if self._commit_literal(buf, self._pos) is _NOTHING:
                 # Or a stem is whole in it, but nothing matches or partially matches at its start: routed
                 # up to what starts after that character, if anything does (a paragraph's `\n\n` in Gemma
                 # 3's content, then `The`, beside `(?:^|\n\n)(?=\[[A-Za-z_])`).
                 routed = self._release_held(held, 1)
                 if routed is not None:
                     return routed
-            elif literal is not None:
-                return self._take(buf, literal)  # (a literal's match there, and nothing else's)
         return self._pass(text) if self._mode == _PENDING else self._installed(text)
 
-    def _commit_held(self, pattern: Any, buf: str, empty: Any = None) -> Any:
+    def _commit_held(self, pattern: Any, buf: str, empty: Any = None, nowhere: Any = None) -> Any:
         """The commit of the oracle's next pass over `buf` (the buffer, chunk added) when the held text, a
         partial match of the regex delimiter `pattern` at the scan position, has become its complete
         match there, final, and no other watched delimiter (`State.watch`) has a match or a partial match
@@ -1349,7 +1360,8 @@ class CompiledParser:
         only the others' starts are tested (by their stems where no guard is watched, else one anchored
         match each), not searched for through the buffer. (Not for templates whose opens' keys may not
         compare, whose ties the pass replays.) `empty` is returned instead of None when that match is
-        complete, final and empty, which is the pass's to commit."""
+        complete, final and empty, which is the pass's to commit; `nowhere` when the search finds nothing
+        before the buffer's end."""
         state = self.STATES[self._current]
         watch = state.watch
         if not watch or self.UNORDERED:
@@ -1363,7 +1375,9 @@ class CompiledParser:
                 # The oracle's candidate (`scan_pattern`): final, not at the edge, where it may grow (quirk
                 # Q19); an empty one is left to the pass, which checks for cycles.
                 candidate = scan_pattern(buf, pos, whole, False, recheck)
-                if candidate is None or candidate[0] != pos or not candidate[2]:
+                if candidate is None or candidate[0] == len(buf):
+                    return nowhere  # (or only where the buffer ends, which holds nothing)
+                if candidate[0] != pos or not candidate[2]:
                     return None
                 if candidate[1] == pos:
                     return empty

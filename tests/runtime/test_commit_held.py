@@ -39,9 +39,15 @@ def _commits_checked(monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
     found: list[tuple] = []
     take = CompiledParser._commit_held
 
-    def checked(self: CompiledParser, pattern: Any, buf: str, empty: Any = None) -> Any:
-        commit = take(self, pattern, buf, empty)
-        if commit is not None and commit is empty:
+    def checked(self: CompiledParser, pattern: Any, buf: str, empty: Any = None, nowhere: Any = None) -> Any:
+        commit = take(self, pattern, buf, empty, nowhere)
+        if commit is not None and commit is nowhere:
+            # (Its search finds nothing before the buffer's end: the scan, where it watches that alone,
+            # commits nothing and holds nothing.)
+            if len(self.STATES[self._current].watch) == 1:
+                assert self._scan(buf, self._pos) == (None, len(buf)), (buf, self._pos)
+                found.append(("nowhere", self._current))
+        elif commit is not None and commit is empty:
             # (An empty match at the scan position, which the pass commits: the scan's first commit.)
             scanned, _ = self._scan(buf, self._pos)
             assert scanned is not None and scanned[0] == scanned[1] == self._pos, (buf, self._pos, scanned)
@@ -76,6 +82,8 @@ def test_a_held_commit_is_the_scans_and_streams_agree_with_transformers(
         assert found  # (the path is taken where openers are regexes)
     if name in ("llama3_json", "gemma3_pythonic"):
         assert ("empty", 0) in found  # (a call at the reply's start: `^\s*(?=\{...)`, `^(?=\[...)`)
+    if name == "llama3_json":
+        assert ("nowhere", "tool_calls") in found  # (`a; b` in a call's arguments)
 
 
 # Two regex opens that share a start (and declare no stems, so the held text is held by a pattern): held

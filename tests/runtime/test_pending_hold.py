@@ -159,20 +159,3 @@ def test_mode_pending_leaves_an_empty_commit_to_the_pass(target: str) -> None:
     assert_streams_agree(
         module.TEMPLATE, "", chunks, ([], [";", '{"name": "g", "parameters": {}}']), target=target
     )
-
-
-@pytest.mark.parametrize("target", SUPPORTED_TARGETS)
-def test_mode_pending_takes_a_literal_completed_at_the_held_texts_start(target: str) -> None:
-    """MiniMax-M2 after `</invoke>`: `<` pends as the guarded opener's partial match; `think>` makes it the
-    literal `<think>`, which nothing else matches there (`_commit_literal`): committed without a pass."""
-    module = respc.load_preset("minimax_m2", target=target)
-    prefix = "]~b]ai\n"
-    chunks = ['<minimax:tool_call>\n<invoke name="f">', "</invoke>", "<", "think>x"]
-    parser = module.ResponseParser(prefix)
-    for chunk in chunks[:-1]:
-        parser.feed(chunk)
-    assert parser.feed_mode == "pending" and parser._held == "<"
-    calls = spy(parser, "_pass", "_process")
-    assert parser.feed(chunks[-1])[0] == {"type": "region_open", "field": "reasoning_content"}
-    assert not calls
-    assert_streams_agree(module.TEMPLATE, prefix, chunks, ([], ["</think>ok"], ["</thi"]), target=target)

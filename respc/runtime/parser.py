@@ -1140,10 +1140,13 @@ class CompiledParser:
                 commit = self._commit_held(pattern, buf, None, _NOWHERE)
                 if commit is _NOWHERE:
                     # Its search finds no match, nor a partial one, anywhere in the text: where it is
-                    # the only delimiter watched, nothing starts there (Llama 3's `;` in a call's
-                    # arguments, then ` b`, beside `\s*;(?=\s*\{...)|<\|eom_id\|>|...`), and the pass
-                    # routes it all, as `_release_held` does once told so.
-                    if len(self.STATES[self._current].watch) == 1:
+                    # the only delimiter watched (Llama 3's `;` in a call's arguments, then ` b`, beside
+                    # `\s*;(?=\s*\{...)|<\|eom_id\|>|...`), or the others' starters say none of them
+                    # starts there either (phi4-mini's ` functools`, then `.lr`: its lookahead fails),
+                    # nothing starts in it, and the pass routes it all, as `_release_held` does once told.
+                    if self._others_start_nothing(
+                        grown, pattern.whole if type(pattern) is AfterHead else pattern
+                    ):
                         routed = self._release_held(grown, len(grown))
                         if routed is not None:
                             return routed
@@ -1858,6 +1861,31 @@ class CompiledParser:
                     if len(starter) > len(rest) and starter.startswith(rest):
                         return False
                 at = _find(text, first, at + 1)
+        return True
+
+    def _others_start_nothing(self, text: str, skip: Any) -> bool:
+        """Whether no watched delimiter but `skip` has a match or a partial match starting in `text` (the text
+        from the scan position to the buffer's end), by what each match starts with after its lead run: a
+        literal list's members, a regex's declared stems (`stems_rule_out`'s), none of which occurs, nor
+        ends the text as a proper prefix. (A partial match that is only a trailing lead run is mode lead's
+        to hold, as `_release_held` does.) False when one declares none, or where a guarded branch is
+        watched, which stems leave out."""
+        state = self.STATES[self._current]
+        for delimiter, _, _, _ in state.watch:
+            if delimiter is skip:
+                continue
+            starters = delimiter if type(delimiter) is tuple else delimiter.stems
+            if not starters or state.guard is not None:
+                return False
+            for starter in starters:
+                if starter in text:
+                    return False
+                first = starter[0]
+                at = _find(text, first, max(0, len(text) - len(starter) + 1))
+                while at >= 0:
+                    if starter.startswith(text[at:]):
+                        return False
+                    at = _find(text, first, at + 1)
         return True
 
     def _unguarded(self, buf: str, pos: int, text: str = "") -> bool:

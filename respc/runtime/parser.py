@@ -1106,15 +1106,8 @@ class CompiledParser:
                                 return []
                 else:
                     run = self._run
-                    if (run and held[-1:] in run) or (
-                        not self._stems
-                        and (starters := self.STATES[self._current].starters)
-                        and held not in starters
-                    ):
-                        # A held run, beside a pattern without a lead class (MiniMax-M2's), likewise; or
-                        # held text in a state of such patterns only, whose matches start with texts
-                        # known (Mistral's `[` in a call's arguments, beside `(?=\[TOOL_CALLS\])`), but
-                        # for one of them whole (Kimi-K2's `</think>`, complete at the buffer's end).
+                    if run and held[-1:] in run:
+                        # A held run, beside a pattern without a lead class (MiniMax-M2's), likewise.
                         routed = self._release_held(grown)
                         if routed is not None:
                             return routed

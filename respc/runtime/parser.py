@@ -689,6 +689,11 @@ class CompiledParser:
                 at = text.find(start) if start else self._first_start(text)
                 if at >= 0 and text[at:] in self._stem_prefixes:
                     return self._hold_tail(text, at)  # (`_starts_nothing` would say no)
+                if start and (last := text.rfind(start)) > at:
+                    # Or from a later one, where the text before it starts nothing: Gemma 4's `<|"|>}<` at
+                    # a call's end, beside `<tool_call|>`.
+                    if text[last:] in self._stem_prefixes and self._starts_nothing(text[:last], self._buf):
+                        return self._hold_tail(text, last)
                 if not self._starts_nothing(text, self._buf):
                     if self._stems or (held := self._hold_pending(text)) is None:
                         return self._general(text, False)
@@ -742,7 +747,8 @@ class CompiledParser:
 
     def _hold_tail(self, text: str, at: int, pattern: Any = None) -> list[dict]:
         """Modes plain and lead, past the buffer's start: the chunk's text from its first start character
-        (at `at`, after no run of the lead class) is a proper prefix of a stem, or (mode lead) from the run
+        (at `at`, after no run of the lead class; or, in mode plain, from a later one, where the text
+        before it starts nothing) is a proper prefix of a stem, or (mode lead) from the run
         before that character (the held run too, when `at` is 0) a partial match of the lead-run delimiter
         `pattern`, where no guarded branch can match (one start character means no guard character: its
         guard, if any, is `^` alone, which matches nothing past the start; for several, `_first_start`

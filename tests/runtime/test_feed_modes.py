@@ -470,6 +470,33 @@ def test_a_whole_stem_whose_pattern_fails_after_it_is_routed_where_no_other_deli
     assert_streams_agree(module.TEMPLATE, prefix, [*before, chunk + " <|en"], ([], ["d|>"]), target=target)
 
 
+@pytest.mark.parametrize("target", SUPPORTED_TARGETS)
+@pytest.mark.parametrize("chunk", ['<|"|>}<', '<|"|>}<tool', "a<b <c> <tool_call"])
+def test_mode_plain_holds_a_stems_prefix_after_a_start_character_that_starts_nothing(
+    target: str, chunk: str
+) -> None:
+    """Gemma 4's call arguments beside `<tool_call|>`: a chunk whose first `<` starts nothing (`<|"|>`) and
+    whose last begins a proper prefix of the stem is routed up to that one and held from it, as the pass
+    would (it took the pass: 4.3 µs against transformers' 1.7)."""
+    module = respc.load_preset("gemma4", target=target)
+    prefix = "<|turn>model\n"
+    before = ["<|tool_call>call:f{city:", '<|"|>Z']
+    parser = module.ResponseParser(prefix)
+    for text in before:
+        parser.feed(text)
+    assert parser.current_field == "tool_calls" and parser.feed_mode == "plain"
+    calls = spy(parser, "_general", "_pass")
+    cut = chunk.rindex("<")
+    assert parser.feed(chunk) == [
+        {"type": "region_chunk", "field": "tool_calls", "text": chunk[:cut], "dirty": True}
+    ]
+    assert not calls and parser.feed_mode == "held" and parser._held == chunk[cut:]
+    for tail in (["_call|>"], ["tool_call|>", "<|tool_call>call:g{}<tool_call|>"], ["x}<tool_call|>"]):
+        _same_as_oracle(module.TEMPLATE, [*before, chunk, *tail], prefix, target)
+    # Where the text before the last `<` starts something (the call's close), the pass decides.
+    _same_as_oracle(module.TEMPLATE, [*before, '"|>}<tool_call|>ok<t', "ool_call|>"], prefix, target)
+
+
 def test_a_chunk_ending_in_a_run_and_a_stem_prefix_is_held_in_mode_lead_without_a_pass() -> None:
     """`is. <` in Qwen's content: the run and `<` may start `\\s*<tool_call>`, so `is.` is routed and
     ` <` held, as the oracle's pass would, without one."""

@@ -1143,7 +1143,10 @@ class CompiledParser:
                     # `\s*;(?=\s*\{...)|<\|eom_id\|>|...`), or the others' starters say none of them
                     # starts there either (phi4-mini's ` functools`, then `.lr`: its lookahead fails),
                     # nothing starts in it, and the pass routes it all, as `_release_held` does once told.
-                    if self._others_start_nothing(
+                    # Not where a guarded branch is watched: its empty partial match at the buffer's end,
+                    # right after a guard character the chunk brought (`(?<=;)\s*(?=X)` after `;`), is
+                    # no match before the end, but the next chunk may complete it (a review found this).
+                    if self.STATES[self._current].guard is None and self._others_start_nothing(
                         grown, pattern.whole if type(pattern) is AfterHead else pattern
                     ):
                         routed = self._release_held(grown, len(grown))
@@ -1868,7 +1871,7 @@ class CompiledParser:
         literal list's members, a regex's declared stems (`stems_rule_out`'s), none of which occurs, nor
         ends the text as a proper prefix. (A partial match that is only a trailing lead run is mode lead's
         to hold, as `_release_held` does.) False when one declares none, or where a guarded branch is
-        watched, which stems leave out."""
+        watched, which stems leave out (the caller asks only where none is)."""
         state = self.STATES[self._current]
         for delimiter, _, _, _ in state.watch:
             if delimiter is skip:

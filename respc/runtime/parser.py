@@ -93,7 +93,7 @@ _PENDING, _OPENING = "pending", "opening"
 _NOTHING = ()
 _UNTRIED = object()
 _EMPTY = object()
-_NOWHERE = object()  # `_commit_held`'s, when asked, where the pattern's search finds nothing at all
+_NOWHERE = object()  # `_commit_held`'s, when asked, where its pattern's search finds nothing before the end
 
 # The prefix passes remembered per parser class (`_remember`): remainders up to this long, this many.
 _SETTLED_LENGTH, _SETTLED_LIMIT = 256, 64
@@ -1138,7 +1138,7 @@ class CompiledParser:
                     return []
                 commit = self._commit_held(pattern, buf, None, _NOWHERE)
                 if commit is _NOWHERE:
-                    # Its search finds no match, nor a partial one, anywhere in the text: where it is
+                    # Its search finds no match, nor a partial one, before the buffer's end: where it is
                     # the only delimiter watched (Llama 3's `;` in a call's arguments, then ` b`, beside
                     # `\s*;(?=\s*\{...)|<\|eom_id\|>|...`), or the others' starters say none of them
                     # starts there either (phi4-mini's ` functools`, then `.lr`: its lookahead fails),

@@ -16,6 +16,8 @@ are streamed under random chunkings too.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -92,6 +94,16 @@ def test_streams_of_stems_and_prose_agree_with_transformers(preset: str, data: s
     )
 
 
+def _last_pending_feed(module: Any, prefix: str, chunks: list[str]) -> tuple[list[dict], list[str]]:
+    """The last chunk's events, fed in mode pending after the others, and the pass's calls it made."""
+    parser = module.ResponseParser(prefix)
+    for chunk in chunks[:-1]:
+        parser.feed(chunk)
+    assert parser.feed_mode == "pending"
+    calls = spy(parser, "_pass", "_process")
+    return parser.feed(chunks[-1]), calls
+
+
 @pytest.mark.parametrize("target", SUPPORTED_TARGETS)
 @pytest.mark.parametrize("last", ["Hello", "Hi [x", "ok\n"])
 def test_mode_pending_routes_what_starts_nothing_without_a_pass(last: str, target: str) -> None:
@@ -101,12 +113,7 @@ def test_mode_pending_routes_what_starts_nothing_without_a_pass(last: str, targe
     module = respc.load_preset("minimax_m2", target=target)
     prefix = "]~b]ai\n"
     chunks = ["<think>hm", "</think>", "\n", "\n", last]
-    parser = module.ResponseParser(prefix)
-    for chunk in chunks[:-1]:
-        parser.feed(chunk)
-    assert parser.feed_mode == "pending"
-    calls = spy(parser, "_pass", "_process")
-    events = parser.feed(last)
+    events, calls = _last_pending_feed(module, prefix, chunks)
     assert not calls and events[0] == {"type": "region_open", "field": "content"}
     assert_streams_agree(
         module.TEMPLATE,
@@ -128,12 +135,7 @@ def test_mode_pending_routes_a_false_alarm_whose_stem_is_whole_without_a_pass(
     module = respc.load_preset("gemma3_pythonic")
     prefix = "<start_of_turn>model\n"
     chunks = ["Hello there.", paragraph, last]
-    parser = module.ResponseParser(prefix)
-    for chunk in chunks[:-1]:
-        parser.feed(chunk)
-    assert parser.feed_mode == "pending"
-    calls = spy(parser, "_pass", "_process")
-    events = parser.feed(last)
+    events, calls = _last_pending_feed(module, prefix, chunks)
     assert not calls and events[0]["text"].startswith(paragraph)
     assert_streams_agree(
         module.TEMPLATE,
